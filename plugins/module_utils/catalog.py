@@ -1,0 +1,247 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, llmfleet contributors
+# Apache License 2.0 (see LICENSE)
+"""Recipe catalog: load one or more recipe trees in the upstream layout.
+
+A tree looks like vllm-project/recipes::
+
+    models/<org>/<name>.yaml    one recipe per file, id "<org>/<name>"
+    taxonomy.yaml               hardware profiles, kv_offload options, ...
+    strategies/*.yaml           strategy definitions, keyed by ``name``
+    kv_store/*.yaml             Mooncake KV-store strategies, keyed by ``name``
+
+Several trees stack: a later tree overrides an earlier one per recipe id (site-local
+recipes over upstream), per strategy name, and its taxonomy (when it has one) replaces the
+earlier taxonomy. Parsed files are cached per process, keyed by (path, mtime, size), so a
+fleet of 1,000 hosts parses each file once.
+
+Pure Python: no Ansible imports.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import threading
+
+try:
+    import yaml
+    HAS_YAML = True
+    try:
+        _SafeLoader = yaml.CSafeLoader
+    except AttributeError:  # pragma: no cover - depends on libyaml
+        _SafeLoader = yaml.SafeLoader
+except ImportError:  # pragma: no cover - exercised only without PyYAML
+    yaml = None
+    HAS_YAML = False
+    _SafeLoader = None
+
+from .errors import RecipeError, RecipeNotFound, RecipeValidationError, ValidationIssue
+
+#: The collection's own tree: the Qwen3.6-35B-A3B recipe, the taxonomy and the strategies.
+BUILTIN_TREE = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data", "recipes"))
+
+_CACHE = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def _normalize(value):
+    """Dates become ``YYYY-MM-DD`` strings, so every consumer sees plain JSON types."""
+    if isinstance(value, dict):
+        return dict((k, _normalize(v)) for k, v in value.items())
+    if isinstance(value, list):
+        return [_normalize(v) for v in value]
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return value.strftime("%Y-%m-%d")
+    return value
+
+
+def load_yaml(path):
+    """Parse a YAML file once per process (cache keyed by path, mtime and size).
+
+    The returned object is shared: callers must not mutate it.
+    """
+    if not HAS_YAML:
+        raise RecipeError("PyYAML is required to read recipe files (pip install PyYAML)")
+    path = os.path.abspath(path)
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise RecipeNotFound("%s: cannot read: %s" % (path, exc.strerror or exc))
+    key = (st.st_mtime_ns, st.st_size)
+    hit = _CACHE.get(path)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    try:
+        with open(path, "rb") as handle:
+            data = yaml.load(handle, Loader=_SafeLoader)  # nosec - SafeLoader
+    except yaml.YAMLError as exc:
+        raise RecipeValidationError([ValidationIssue(path, "", "not valid YAML: %s" % (exc,))])
+    data = _normalize(data)
+    with _CACHE_LOCK:
+        _CACHE[path] = (key, data)
+    return data
+
+
+def cache_info():
+    """Number of parsed files held by the process-wide cache (for tests and benchmarks)."""
+    return len(_CACHE)
+
+
+def clear_cache():
+    with _CACHE_LOCK:
+        _CACHE.clear()
+
+
+def _scan_tree(root):
+    """Return (recipes {id: path}, taxonomy path or None, strategies {name: path})."""
+    recipes = {}
+    models = os.path.join(root, "models")
+    if os.path.isdir(models):
+        for org in sorted(os.listdir(models)):
+            org_dir = os.path.join(models, org)
+            if not os.path.isdir(org_dir):
+                continue
+            for name in sorted(os.listdir(org_dir)):
+                if name.endswith((".yaml", ".yml")) and not name.startswith("."):
+                    recipes["%s/%s" % (org, name.rsplit(".", 1)[0])] = os.path.join(org_dir, name)
+    taxonomy = os.path.join(root, "taxonomy.yaml")
+    strategies = {}
+    for sub in ("strategies", "kv_store"):
+        sdir = os.path.join(root, sub)
+        if os.path.isdir(sdir):
+            for name in sorted(os.listdir(sdir)):
+                if name.endswith((".yaml", ".yml")):
+                    strategies[(sub, name)] = os.path.join(sdir, name)
+    return recipes, (taxonomy if os.path.isfile(taxonomy) else None), strategies
+
+
+class Catalog(object):
+    """Recipes, taxonomy and strategies from a stack of trees (later trees win).
+
+    ``paths``: a list of tree roots; ``None`` or empty means the built-in tree.
+    ``validate``: check each recipe against the JSON Schema and the semantic checks the
+    first time it is read (``recipe()`` raises :class:`RecipeValidationError`).
+    """
+
+    def __init__(self, paths=None, validate=True):
+        if isinstance(paths, str):
+            paths = [paths]
+        self.paths = [os.path.abspath(os.path.expanduser(p)) for p in (paths or [BUILTIN_TREE])]
+        self.validate = validate
+        self._recipe_paths = {}
+        self._lower = {}
+        self._strategy_paths = []
+        self._taxonomy_path = None
+        for root in self.paths:
+            if not os.path.isdir(root):
+                raise RecipeNotFound("recipe tree %s does not exist (vllm_recipes_path)" % root)
+            recipes, taxonomy, strategies = _scan_tree(root)
+            if not (recipes or taxonomy or strategies):
+                raise RecipeNotFound(
+                    "recipe tree %s has none of models/, taxonomy.yaml, strategies/ or kv_store/ "
+                    "(expected the vllm-project/recipes layout)" % root)
+            self._recipe_paths.update(recipes)
+            if taxonomy:
+                self._taxonomy_path = taxonomy
+            self._strategy_paths.extend(strategies.values())
+        if self._taxonomy_path is None:
+            raise RecipeNotFound("no taxonomy.yaml in any recipe tree: %s" % ", ".join(self.paths))
+        for rid in self._recipe_paths:
+            self._lower[rid.lower()] = rid
+        self._checked = {}
+        self._strategies = None
+
+    # ------------------------------------------------------------------ taxonomy / strategies
+    @property
+    def taxonomy(self):
+        data = load_yaml(self._taxonomy_path)
+        if not isinstance(data, dict) or not isinstance(data.get("hardware_profiles"), dict):
+            raise RecipeValidationError([ValidationIssue(
+                self._taxonomy_path, "hardware_profiles", "expected a map of hardware profiles")])
+        return data
+
+    @property
+    def taxonomy_path(self):
+        return self._taxonomy_path
+
+    @property
+    def hardware_profiles(self):
+        return self.taxonomy["hardware_profiles"]
+
+    @property
+    def strategies(self):
+        """Merged map of strategies/*.yaml and kv_store/*.yaml keyed by ``name``."""
+        key = tuple((p, os.stat(p).st_mtime_ns) for p in self._strategy_paths)
+        if self._strategies is None or self._strategies[0] != key:
+            merged = {}
+            for path in self._strategy_paths:
+                data = load_yaml(path)
+                if not isinstance(data, dict) or not data.get("name"):
+                    raise RecipeValidationError([ValidationIssue(path, "name", "a strategy file needs a `name`")])
+                merged[data["name"]] = data
+            self._strategies = (key, merged)
+        return self._strategies[1]
+
+    # ------------------------------------------------------------------ recipes
+    def recipe_ids(self):
+        return sorted(self._recipe_paths)
+
+    def canonical_id(self, recipe_id):
+        """The tree's spelling of a recipe id (HF ids are matched case-insensitively)."""
+        if recipe_id in self._recipe_paths:
+            return recipe_id
+        rid = self._lower.get(str(recipe_id).lower())
+        if rid is None:
+            raise RecipeNotFound(_unknown("recipe", recipe_id, self.recipe_ids(), where=" in %s" % ", ".join(self.paths)))
+        return rid
+
+    def recipe_path(self, recipe_id):
+        return self._recipe_paths[self.canonical_id(recipe_id)]
+
+    def recipe(self, recipe_id):
+        """The parsed recipe (validated on first use when ``validate`` is set)."""
+        rid = self.canonical_id(recipe_id)
+        path = self._recipe_paths[rid]
+        data = load_yaml(path)
+        if self.validate and self._checked.get(path) is not data:
+            issues = self.check_recipe(rid)
+            errors = [i for i in issues if i.severity == "error"]
+            if errors:
+                raise RecipeValidationError(errors)
+            self._checked[path] = data
+        return data
+
+    def check_recipe(self, recipe_id):
+        """All schema and semantic issues (errors and warnings) of one recipe."""
+        rid = self.canonical_id(recipe_id)
+        path = self._recipe_paths[rid]
+        data = load_yaml(path)
+        from .recipe_schema import validate_recipe  # local import: jsonschema is optional until used
+        strategy_ids = set(self.strategies)
+        return validate_recipe(data, path, taxonomy=self.taxonomy, strategy_ids=strategy_ids, expected_id=rid)
+
+    def recipe_warnings(self, recipe_id):
+        return [i for i in self.check_recipe(recipe_id) if i.severity != "error"]
+
+
+def _unknown(kind, value, valid, where=""):
+    from difflib import get_close_matches
+    valid = sorted(valid)
+    close = get_close_matches(str(value), valid, n=3, cutoff=0.6)
+    hint = (" (did you mean %s?)" % " or ".join(close)) if close else ""
+    shown = valid if len(valid) <= 40 else valid[:40] + ["... %d more" % (len(valid) - 40)]
+    return "unknown %s %r%s%s; valid: %s" % (kind, value, where, hint, ", ".join(shown))
+
+
+_DEFAULT_CATALOGS = {}
+
+
+def get_catalog(paths=None, validate=True):
+    """A process-wide Catalog per (paths, validate), so plugins share parsed data."""
+    key = (tuple(paths) if isinstance(paths, (list, tuple)) else paths, validate)
+    cat = _DEFAULT_CATALOGS.get(key)
+    if cat is None:
+        cat = Catalog(paths, validate=validate)
+        _DEFAULT_CATALOGS[key] = cat
+    return cat
