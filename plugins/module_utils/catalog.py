@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime
 import os
 import threading
+import time
 
 try:
     import yaml
@@ -43,6 +44,9 @@ BUILTIN_TREE = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__f
 
 _CACHE = {}
 _CACHE_LOCK = threading.Lock()
+#: (recipe path, taxonomy path) -> (recipe data, taxonomy data, issues): a parsed file is
+#: validated once per process too, whatever Catalog instance asks.
+_CHECKED = {}
 
 
 def _normalize(value):
@@ -124,6 +128,11 @@ class Catalog(object):
     first time it is read (``recipe()`` raises :class:`RecipeValidationError`).
     """
 
+    #: Seconds during which a file read through this catalog is not stat'ed again. Within one
+    #: playbook run recipes do not change; the process-wide cache still re-parses a file
+    #: whose mtime or size changed once this interval has passed.
+    freshness = 1.0
+
     def __init__(self, paths=None, validate=True):
         if isinstance(paths, str):
             paths = [paths]
@@ -151,11 +160,22 @@ class Catalog(object):
             self._lower[rid.lower()] = rid
         self._checked = {}
         self._strategies = None
+        self._memo = {}
+
+    def _load(self, path):
+        """load_yaml, stat'ing the file at most once per ``freshness`` seconds."""
+        now = time.monotonic()
+        hit = self._memo.get(path)
+        if hit is not None and now - hit[0] < self.freshness:
+            return hit[1]
+        data = load_yaml(path)
+        self._memo[path] = (now, data)
+        return data
 
     # ------------------------------------------------------------------ taxonomy / strategies
     @property
     def taxonomy(self):
-        data = load_yaml(self._taxonomy_path)
+        data = self._load(self._taxonomy_path)
         if not isinstance(data, dict) or not isinstance(data.get("hardware_profiles"), dict):
             raise RecipeValidationError([ValidationIssue(
                 self._taxonomy_path, "hardware_profiles", "expected a map of hardware profiles")])
@@ -172,11 +192,11 @@ class Catalog(object):
     @property
     def strategies(self):
         """Merged map of strategies/*.yaml and kv_store/*.yaml keyed by ``name``."""
-        key = tuple((p, os.stat(p).st_mtime_ns) for p in self._strategy_paths)
+        key = tuple(id(self._load(p)) for p in self._strategy_paths)
         if self._strategies is None or self._strategies[0] != key:
             merged = {}
             for path in self._strategy_paths:
-                data = load_yaml(path)
+                data = self._load(path)
                 if not isinstance(data, dict) or not data.get("name"):
                     raise RecipeValidationError([ValidationIssue(path, "name", "a strategy file needs a `name`")])
                 merged[data["name"]] = data
@@ -203,10 +223,9 @@ class Catalog(object):
         """The parsed recipe (validated on first use when ``validate`` is set)."""
         rid = self.canonical_id(recipe_id)
         path = self._recipe_paths[rid]
-        data = load_yaml(path)
+        data = self._load(path)
         if self.validate and self._checked.get(path) is not data:
-            issues = self.check_recipe(rid)
-            errors = [i for i in issues if i.severity == "error"]
+            errors = [i for i in self.check_recipe(rid) if i.severity == "error"]
             if errors:
                 raise RecipeValidationError(errors)
             self._checked[path] = data
@@ -216,10 +235,17 @@ class Catalog(object):
         """All schema and semantic issues (errors and warnings) of one recipe."""
         rid = self.canonical_id(recipe_id)
         path = self._recipe_paths[rid]
-        data = load_yaml(path)
+        data = self._load(path)
+        taxonomy = self.taxonomy
+        strategies = self.strategies
+        key = (path, self._taxonomy_path)
+        hit = _CHECKED.get(key)
+        if hit is not None and hit[0] is data and hit[1] is taxonomy and hit[2] == sorted(strategies):
+            return hit[3]
         from .recipe_schema import validate_recipe  # local import: jsonschema is optional until used
-        strategy_ids = set(self.strategies)
-        return validate_recipe(data, path, taxonomy=self.taxonomy, strategy_ids=strategy_ids, expected_id=rid)
+        issues = validate_recipe(data, path, taxonomy=taxonomy, strategy_ids=set(strategies), expected_id=rid)
+        _CHECKED[key] = (data, taxonomy, sorted(strategies), issues)
+        return issues
 
     def recipe_warnings(self, recipe_id):
         return [i for i in self.check_recipe(recipe_id) if i.severity != "error"]

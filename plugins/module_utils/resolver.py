@@ -701,6 +701,7 @@ class _Build(object):
         self.features = resolver._feature_plan(recipe, rid, vkey, self.variant, hw, strategy, features,
                                                feature_modes, self.warnings)
         self.pd_nodes = _as_map(pd_nodes)
+        self._pools = {}
         self.kv_offload = kv_offload
         self.advanced = self._advanced(advanced)
         self.kv = self._kv_option()
@@ -821,7 +822,13 @@ class _Build(object):
         return 1 if vmin <= hw.vram_per_gpu else G
 
     def pool(self, role):
-        """PD pool geometry for ``role`` (§5.4, pd_cluster branch)."""
+        """PD pool geometry for ``role`` (§5.4, pd_cluster branch), computed once per role."""
+        info = self._pools.get(role)
+        if info is None:
+            info = self._pools[role] = self._pool(role)
+        return info
+
+    def _pool(self, role):
         strat, so, G = self.strat, self.so, self.G
         want = self.pd_nodes.get(role)
         spec = want if isinstance(want, dict) else {"nodes": want} if want is not None else {}
