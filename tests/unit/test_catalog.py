@@ -73,7 +73,7 @@ def test_later_tree_overrides_per_recipe_id(tmp_path, shared_dir):
     assert len(cat.recipe_ids()) > 100  # upstream recipes stay visible
     assert cat.recipe_path(SEED) == str(tree / "models" / "Qwen" / "Qwen3.6-35B-A3B.yaml")
     node = Resolver(cat).resolve(SEED, variant="default", hardware="h200", strategy="single_node_tp", node_count=1)["nodes"][0]
-    assert node["argv"][3:6] == ["--trust-remote-code", "--max-model-len", "'65536'"]
+    assert node["argv"][3:6] == ["--trust-remote-code", "--max-model-len", "65536"]
     # the other order: upstream wins
     cat2 = Catalog([str(tree), str(shared_dir / "recipes")])
     assert cat2.recipe_path(SEED).startswith(str(shared_dir))
