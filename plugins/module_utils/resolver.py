@@ -1194,6 +1194,8 @@ def _lines(args):
                 i += 2
                 continue
             out.append(tok)
+        elif out:
+            out[-1] += " " + shell_quote(tok)  # an extra value of a multi-value flag (--served-model-name a b)
         else:
             out.append(shell_quote(tok))
         i += 1

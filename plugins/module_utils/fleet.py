@@ -1,0 +1,477 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, llmfleet contributors
+# Apache License 2.0 (see LICENSE)
+"""From inventory to per-host plans.
+
+The inventory model (every variable is optional unless said otherwise):
+
+=========================  ===============================================================
+``vllm_recipe``            HF id of the recipe (required on a host that serves vLLM)
+``vllm_variant``           variant key; default: the recipe's choice for the hardware
+``vllm_hardware``          taxonomy profile id; default: the host's detected profile
+``vllm_gpu_count``         real GPUs per node, replacing the profile's (deviation D6)
+``vllm_strategy``          strategy id; default: the recipe's recommendation
+``vllm_features``          a list of features to enable, or a dict feature -> bool on top of
+                           the recipe defaults
+``vllm_feature_modes``     dict feature -> mode
+``vllm_kv_offload``        a taxonomy kv_offload key (``simple``, ``lmcache``, ...)
+``vllm_advanced``          list of advanced preset ids (``gpu_mem_095``, ...)
+``vllm_extra_args``        list of argv tokens appended last (provenance ``inventory``)
+``vllm_extra_env``         dict appended last (provenance ``inventory``)
+``vllm_image``             container image, replacing the recipe's
+``vllm_version``           vLLM version for flag checks when the image tag has none
+``vllm_port``              API port (default 8000; 8001/8002 for PD pools)
+``vllm_served_model_name`` a name, a list [canonical, alias...], or {name, aliases}
+``vllm_recipes_path``      list of recipe trees (later wins); default: the built-in tree
+``vllm_replica``           name of the inventory group forming this host's multi-node replica
+``vllm_node_rank``         explicit rank in the replica (default: order of inventory names)
+``vllm_cluster_address``   address other nodes use for this host (default ``ansible_host``)
+``vllm_cluster_interface`` NIC for NCCL/GLOO (``$IFACE_NAME``); required in multi-node replicas
+``vllm_pd_role``           ``prefill``, ``decode`` or ``router`` in a pd_cluster replica
+``vllm_pd_dp_rpc_port``    DP RPC port of PD DEP pools (default 13345)
+``vllm_router_port``       client port of the PD router (default 30000)
+=========================  ===============================================================
+
+Pure Python: no Ansible imports.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .catalog import get_catalog, _unknown
+from .errors import RecipeError
+from .resolver import Resolver, format_command, format_router
+
+VARS = (
+    "vllm_recipe", "vllm_variant", "vllm_hardware", "vllm_gpu_count", "vllm_strategy", "vllm_features",
+    "vllm_feature_modes", "vllm_kv_offload", "vllm_advanced", "vllm_extra_args", "vllm_extra_env", "vllm_image",
+    "vllm_version", "vllm_port", "vllm_served_model_name", "vllm_recipes_path", "vllm_replica", "vllm_node_rank",
+    "vllm_cluster_address", "vllm_cluster_interface", "vllm_pd_role", "vllm_pd_dp_rpc_port", "vllm_router_port",
+)
+#: Variables every member of one replica must agree on.
+REPLICA_SHARED = ("vllm_recipe", "vllm_variant", "vllm_hardware", "vllm_gpu_count", "vllm_strategy", "vllm_features",
+                  "vllm_feature_modes", "vllm_kv_offload", "vllm_advanced", "vllm_image", "vllm_version",
+                  "vllm_recipes_path")
+PD_ROLES = ("prefill", "decode", "router")
+DEFAULT_PORT = 8000
+PD_PORTS = {"prefill": 8001, "decode": 8002}
+_PLACEHOLDER = re.compile(r"\$([A-Z_][A-Z0-9_]*)")
+
+
+class FleetError(RecipeError):
+    """Problems with the inventory; ``problems`` lists one message per problem."""
+
+    def __init__(self, problems):
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+def _is_str(v):
+    return isinstance(v, str) and v != ""
+
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_types(host, hv):
+    """Type errors in one host's vllm_* variables, each naming host, key, value and expectation."""
+    out = []
+
+    def bad(key, expected):
+        out.append("host %s: %s=%s: expected %s" % (host, key, json.dumps(hv.get(key), default=str), expected))
+
+    for key in ("vllm_recipe", "vllm_variant", "vllm_hardware", "vllm_strategy", "vllm_kv_offload", "vllm_image",
+                "vllm_replica", "vllm_cluster_address", "vllm_cluster_interface"):
+        if hv.get(key) is not None and not _is_str(hv[key]):
+            bad(key, "a non-empty string")
+    for key in ("vllm_gpu_count", "vllm_port", "vllm_pd_dp_rpc_port", "vllm_router_port"):
+        v = hv.get(key)
+        if v is not None and not (_is_int(v) and v > 0):
+            bad(key, "a positive integer")
+    if hv.get("vllm_node_rank") is not None and not (_is_int(hv["vllm_node_rank"]) and hv["vllm_node_rank"] >= 0):
+        bad("vllm_node_rank", "an integer >= 0")
+    v = hv.get("vllm_version")
+    if v is not None and not (isinstance(v, str) and re.match(r"^v?\d+(\.\d+)*$", v)):
+        bad("vllm_version", "a version string such as \"0.28.0\"")
+    v = hv.get("vllm_features")
+    if v is not None and not (isinstance(v, list) and all(_is_str(x) for x in v)) and \
+            not (isinstance(v, dict) and all(isinstance(x, bool) for x in v.values())):
+        bad("vllm_features", "a list of feature names, or a dict feature -> true/false")
+    v = hv.get("vllm_feature_modes")
+    if v is not None and not (isinstance(v, dict) and all(_is_str(x) for x in v.values())):
+        bad("vllm_feature_modes", "a dict feature -> mode name")
+    for key in ("vllm_extra_args", "vllm_advanced"):
+        v = hv.get(key)
+        if v is not None and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+            bad(key, "a list of strings (quote numbers: \"8\")")
+    v = hv.get("vllm_extra_env")
+    if v is not None and not (isinstance(v, dict) and all(isinstance(x, (str, int, float, bool)) for x in v.values())):
+        bad("vllm_extra_env", "a dict of NAME: scalar")
+    v = hv.get("vllm_recipes_path")
+    if v is not None and not (_is_str(v) or (isinstance(v, list) and v and all(_is_str(x) for x in v))):
+        bad("vllm_recipes_path", "a path or a list of paths")
+    v = hv.get("vllm_served_model_name")
+    if v is not None and not (_is_str(v) or (isinstance(v, list) and v and all(_is_str(x) for x in v)) or
+                              (isinstance(v, dict) and _is_str(v.get("name")))):
+        bad("vllm_served_model_name", "a name, a list [canonical, alias...] or {name: ..., aliases: [...]}")
+    v = hv.get("vllm_pd_role")
+    if v is not None and v not in PD_ROLES:
+        bad("vllm_pd_role", "one of %s" % ", ".join(PD_ROLES))
+    return out
+
+
+def served_names(value):
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [value["name"]] + [a for a in (value.get("aliases") or []) if a != value["name"]]
+    return list(value)
+
+
+def bind(text, mapping):
+    """Replace ``$NAME`` placeholders (whole identifiers) that ``mapping`` knows."""
+    if "$" not in text:
+        return text
+    return _PLACEHOLDER.sub(lambda m: str(mapping[m.group(1)]) if m.group(1) in mapping else m.group(0), text)
+
+
+def _features_arg(recipe, value):
+    """A list enables exactly those features (emitted in recipe order); a dict toggles defaults."""
+    if value is None or isinstance(value, dict):
+        return value
+    order = list((recipe.get("features") or {}).keys())
+    known = [f for f in order if f in value]
+    unknown = [f for f in value if f not in order]
+    return known + unknown  # unknown ones reach the resolver, which names the valid ids
+
+
+class Fleet(object):
+    """Plans for every vLLM host of an inventory.
+
+    ``hostvars``: inventory hostname -> that host's variables (at least the vllm_* ones and
+    ``ansible_host``); ``groups``: group name -> list of hostnames; ``facts``: optional
+    hostname -> ``llmfleet_gpu`` facts (detected hardware).
+    """
+
+    def __init__(self, hostvars, groups, facts=None, catalog_factory=get_catalog):
+        self.hostvars = hostvars
+        self.groups = groups or {}
+        self.facts = facts or {}
+        self.catalog_factory = catalog_factory
+        self._deployments = {}
+
+    # ------------------------------------------------------------------ helpers
+    def vars(self, host):
+        hv = self.hostvars.get(host)
+        if hv is None:
+            raise FleetError(["host %s is not in the inventory" % host])
+        return hv
+
+    def address(self, host):
+        hv = self.vars(host)
+        return hv.get("vllm_cluster_address") or hv.get("ansible_host") or host
+
+    def catalog(self, hv):
+        paths = hv.get("vllm_recipes_path")
+        if isinstance(paths, str):
+            paths = [paths]
+        return self.catalog_factory(list(paths) if paths else None)
+
+    def hardware_of(self, host, hv):
+        hw = hv.get("vllm_hardware")
+        if hw:
+            return hw, hv.get("vllm_gpu_count")
+        facts = self.facts.get(host) or {}
+        if facts.get("profile"):
+            return facts["profile"], hv.get("vllm_gpu_count") or facts.get("count")
+        raise FleetError(["host %s: vllm_hardware is not set and no detected GPU profile is known "
+                          "(set vllm_hardware to a taxonomy profile id, e.g. h200, or gather GPU facts first)" % host])
+
+    def replica_members(self, host, hv):
+        """(group name, members ordered by rank) of a host's replica, or (None, [host])."""
+        name = hv.get("vllm_replica")
+        if not name:
+            return None, [host]
+        members = self.groups.get(name)
+        if not members:
+            raise FleetError(["host %s: vllm_replica=%s names no inventory group with hosts; groups: %s"
+                              % (host, name, ", ".join(sorted(g for g in self.groups if g not in ("all", "ungrouped"))))])
+        if host not in members:
+            raise FleetError(["host %s: vllm_replica=%s but the host is not a member of group %s" % (host, name, name)])
+        return name, list(members)
+
+    @staticmethod
+    def ranked(hosts, hostvars):
+        """Order by explicit vllm_node_rank, else by inventory hostname."""
+        explicit = [h for h in hosts if hostvars[h].get("vllm_node_rank") is not None]
+        if explicit and len(explicit) != len(hosts):
+            raise FleetError(["replica members %s set vllm_node_rank but %s do not: set it on every member or on none"
+                              % (", ".join(sorted(explicit)), ", ".join(sorted(set(hosts) - set(explicit))))])
+        if explicit:
+            ranks = sorted((hostvars[h]["vllm_node_rank"], h) for h in hosts)
+            seen = [r for r, _h in ranks]
+            if seen != list(range(len(hosts))):
+                raise FleetError(["replica members have vllm_node_rank %s; expected each of 0..%d exactly once (%s)"
+                                  % (seen, len(hosts) - 1, ", ".join("%s=%s" % (h, r) for r, h in ranks))])
+            return [h for _r, h in ranks]
+        return sorted(hosts)
+
+    # ------------------------------------------------------------------ planning
+    def plan(self, host):
+        """The plan of one host (raises FleetError / RecipeError on bad input)."""
+        hv = self.vars(host)
+        problems = _check_types(host, hv)
+        if problems:
+            raise FleetError(problems)
+        if not hv.get("vllm_recipe"):
+            raise FleetError(["host %s: vllm_recipe is not set (the HF id of a recipe, e.g. Qwen/Qwen3.6-35B-A3B)" % host])
+        replica, members = self.replica_members(host, hv)
+        if replica is None:
+            return self._single(host, hv)
+        return self._replica_plan(host, hv, replica, members)
+
+    def _inputs(self, host, hv):
+        catalog = self.catalog(hv)
+        recipe = catalog.recipe(hv["vllm_recipe"])
+        hardware, gpu_count = self.hardware_of(host, hv)
+        extra = list(hv.get("vllm_extra_args") or [])
+        names = served_names(hv.get("vllm_served_model_name"))
+        kwargs = dict(recipe_id=hv["vllm_recipe"], variant=hv.get("vllm_variant"), hardware=hardware,
+                      strategy=hv.get("vllm_strategy"), features=_features_arg(recipe, hv.get("vllm_features")),
+                      feature_modes=hv.get("vllm_feature_modes"), kv_offload=hv.get("vllm_kv_offload"),
+                      advanced=hv.get("vllm_advanced"), gpu_count=gpu_count)
+        return catalog, kwargs, extra, names
+
+    def _resolve(self, catalog, kwargs, extra_args=None, extra_env=None):
+        key = json.dumps([catalog.paths, kwargs, extra_args, extra_env], sort_keys=True, default=str)
+        dep = self._deployments.get(key)
+        if dep is None:
+            dep = Resolver(catalog).resolve(extra_args=extra_args, extra_env=extra_env, **kwargs)
+            self._deployments[key] = dep
+        return dep
+
+    def _host_extras(self, hv, names, role):
+        extra = list(hv.get("vllm_extra_args") or [])
+        if names:
+            extra += ["--served-model-name"] + names
+        port = hv.get("vllm_port")
+        if port and role not in PD_PORTS and port != DEFAULT_PORT:
+            extra += ["--port", str(port)]
+        return extra
+
+    def _single(self, host, hv):
+        catalog, kwargs, _extra, names = self._inputs(host, hv)
+        sel = Resolver(catalog).select(kwargs["recipe_id"], kwargs["variant"], kwargs["hardware"], kwargs["strategy"],
+                                       None, kwargs["gpu_count"])
+        strat = catalog.strategies[sel["strategy"]]
+        if strat.get("deploy_type") != "single_node":
+            raise FleetError(["host %s: strategy %s spans several nodes: put the host in an inventory group and set "
+                              "vllm_replica to that group's name" % (host, sel["strategy"])])
+        kwargs.update(variant=sel["variant"], strategy=sel["strategy"], node_count=1)
+        dep = self._resolve(catalog, kwargs, self._host_extras(hv, names, "single"), hv.get("vllm_extra_env"))
+        return self._finish(host, hv, dep, dep["nodes"][0], None, [host], {}, names)
+
+    def _replica_plan(self, host, hv, replica, members):
+        problems = []
+        for key in REPLICA_SHARED:
+            values = dict((m, self.vars(m).get(key)) for m in members)
+            if len(set(json.dumps(v, sort_keys=True, default=str) for v in values.values())) > 1:
+                problems.append("replica %s: members disagree on %s (%s); every member of a replica must run the same "
+                                "deployment" % (replica, key, ", ".join("%s=%s" % (m, json.dumps(v, default=str)) for m, v in sorted(values.items()))))
+        if problems:
+            raise FleetError(problems)
+        catalog, kwargs, _extra, names = self._inputs(host, hv)
+        resolver = Resolver(catalog)
+        pd_roles = dict((m, self.vars(m).get("vllm_pd_role")) for m in members)
+        strategy = kwargs["strategy"]
+        if strategy is None:
+            sel = resolver.select(kwargs["recipe_id"], kwargs["variant"], kwargs["hardware"], None, len(members), kwargs["gpu_count"])
+            strategy = sel["strategy"]
+        strat = resolver.strategy(strategy)
+        dtype = strat.get("deploy_type")
+        if dtype == "single_node":
+            raise FleetError(["replica %s: strategy %s is single-node; a replica group needs a multi_node_* or pd_cluster "
+                              "strategy (single-node hosts need no vllm_replica)" % (replica, strategy)])
+        if kwargs["variant"] is None:
+            kwargs["variant"] = resolver.select(kwargs["recipe_id"], None, kwargs["hardware"], strategy, len(members),
+                                                kwargs["gpu_count"])["variant"]
+        kwargs["strategy"] = strategy
+        bindings = {}
+        if dtype == "pd_cluster":
+            missing = sorted(m for m, r in pd_roles.items() if r is None)
+            if missing:
+                raise FleetError(["replica %s (pd_cluster): %s set no vllm_pd_role; each member is one of %s"
+                                  % (replica, ", ".join(missing), ", ".join(PD_ROLES))])
+            pools = dict((r, self.ranked([m for m in members if pd_roles[m] == r], self.hostvars)) for r in PD_ROLES)
+            for role in ("prefill", "decode"):
+                if not pools[role]:
+                    raise FleetError(["replica %s (pd_cluster): no member has vllm_pd_role=%s" % (replica, role)])
+            if len(pools["router"]) != 1:
+                raise FleetError(["replica %s (pd_cluster): expected exactly one member with vllm_pd_role=router, found %d"
+                                  % (replica, len(pools["router"]))])
+            kwargs["node_count"] = len(pools["prefill"]) + len(pools["decode"])
+            kwargs["pd_nodes"] = {"prefill": len(pools["prefill"]), "decode": len(pools["decode"])}
+            for role in ("prefill", "decode"):
+                for i, m in enumerate(pools[role]):
+                    bindings["%s_NODE_%d" % (role.upper(), i + 1)] = self.address(m)
+                bindings["%s_DP_RPC_PORT" % role.upper()] = str(self.vars(pools[role][0]).get("vllm_pd_dp_rpc_port") or 13345)
+            router = pools["router"][0]
+            bindings["ROUTER_HOST"] = self.address(router)
+            bindings["ROUTER_PORT"] = str(self.vars(router).get("vllm_router_port") or 30000)
+            role = pd_roles[host]
+            rank = pools[role].index(host)
+            ordered = pools["prefill"] + pools["decode"] + pools["router"]
+        else:
+            ordered = self.ranked(members, self.hostvars)
+            kwargs["node_count"] = len(ordered)
+            rank = ordered.index(host)
+            role = "head" if rank == 0 else "worker"
+            bindings["HEAD_IP"] = self.address(ordered[0])
+        iface = hv.get("vllm_cluster_interface")
+        if iface:
+            bindings["IFACE_NAME"] = iface
+        dep = self._resolve(catalog, kwargs, list(hv.get("vllm_extra_args") or []) + (["--served-model-name"] + names if names else []),
+                            hv.get("vllm_extra_env"))
+        if role == "router":
+            node = {"role": "router", "rank": 0, "argv": dep["router"]["argv"], "env": {}, "args_provenance": [],
+                    "env_provenance": {}}
+        else:
+            node = next(n for n in dep["nodes"] if n["role"] == role and n["rank"] == rank) if dtype == "pd_cluster" \
+                else dep["nodes"][rank]
+        return self._finish(host, hv, dep, node, replica, ordered, bindings, names)
+
+    def _finish(self, host, hv, dep, node, replica, members, bindings, names):
+        argv = [bind(t, bindings) for t in node["argv"]]
+        env = dict((k, bind(v, bindings)) for k, v in node["env"].items())
+        unbound = sorted(set(m.group(1) for t in list(argv) + list(env.values()) for m in _PLACEHOLDER.finditer(t)))
+        role = node["role"]
+        if role == "router":
+            command = format_router(argv)
+        else:
+            command = format_command(argv)
+        image = hv.get("vllm_image") or dep["image"]
+        port = PD_PORTS.get(role) or (int(hv.get("vllm_router_port") or 30000) if role == "router" else int(hv.get("vllm_port") or DEFAULT_PORT))
+        return {
+            "host": host,
+            "recipe": dep["recipe"],
+            "model": dep["model"],
+            "variant": dep["variant"],
+            "hardware": dep["hardware"],
+            "gpu_count": dep["gpu_count"],
+            "strategy": dep["strategy"],
+            "deploy_type": dep["deploy_type"],
+            "node_count": dep["node_count"],
+            "replica": replica,
+            "members": members,
+            "role": role,
+            "rank": node["rank"],
+            "argv": argv,
+            "env": env,
+            "command": command,
+            "image": image,
+            "image_source": "inventory (vllm_image)" if hv.get("vllm_image") else dep["image_source"],
+            "docker_gpu_flags": dep["docker_gpu_flags"],
+            "port": port,
+            "served_model_names": names or [dep["model"]],
+            "features": dep["features"],
+            "feature_modes": dep["feature_modes"],
+            "kv_offload": dep["kv_offload"],
+            "min_vllm_version": dep["min_vllm_version"],
+            "vllm_version": hv.get("vllm_version"),
+            "bindings": bindings,
+            "unbound_placeholders": unbound,
+            "args_provenance": [dict(p, arg=[bind(t, bindings) for t in p["arg"]]) for p in node["args_provenance"]],
+            "env_provenance": node["env_provenance"],
+            "pools": dep["pools"],
+            "warnings": list(dep["warnings"]),
+            "notes": list(dep["notes"]),
+        }
+
+    # ------------------------------------------------------------------ whole-inventory checks
+    def check(self, hosts):
+        """Plan every host and collect every problem: (plans, problems)."""
+        plans = {}
+        problems = []
+        for host in hosts:
+            try:
+                plans[host] = self.plan(host)
+            except FleetError as exc:
+                problems.extend(p for p in exc.problems if p not in problems)
+            except RecipeError as exc:
+                msg = "host %s: %s" % (host, exc)
+                if msg not in problems:
+                    problems.append(msg)
+        for host, plan in plans.items():
+            problems.extend(self._semantic_checks(host, plan))
+        seen = set()
+        unique = []
+        for p in problems:
+            if p not in seen:
+                seen.add(p)
+                unique.append(p)
+        return plans, unique
+
+    def _semantic_checks(self, host, plan):
+        out = []
+        hv = self.vars(host)
+        catalog = self.catalog(hv)
+        resolver = Resolver(catalog)
+        recipe = catalog.recipe(plan["recipe"])
+        variant = recipe["variants"][plan["variant"]]
+        hw = resolver.hardware(plan["hardware"], plan["gpu_count"])
+        where = "host %s (%s %s on %s)" % (host, plan["recipe"], plan["variant"], hw.id)
+        if not resolver.precision_ok(variant, hw):
+            ph = variant.get("precision_hardware") or {}
+            need = "%s %s" % (ph.get("brand") or "NVIDIA", ph.get("generation") or "blackwell") if ph or \
+                str(variant.get("precision")).lower() in ("nvfp4", "fp4") else "other hardware"
+            out.append("%s: precision %s needs %s, but %s is %s %s" % (where, variant.get("precision"), need, hw.id, hw.brand, hw.generation))
+        if not hw.scalable and not resolver.fits_single_node(variant, hw):
+            fit = resolver.pick_fitting_variant(recipe, hw)
+            out.append("%s: variant %s needs %s GB but %s has %s GB and cannot scale out%s" % (
+                where, plan["variant"], variant.get("vram_minimum_gb"), hw.id, hw.vram_gb,
+                "; a variant that fits: %s" % fit if fit else ""))
+        offered = resolver.compatible_strategies(recipe, variant, hw)
+        if plan["strategy"] not in offered:
+            out.append("%s: strategy %s is not offered on %s; valid: %s" % (where, plan["strategy"], hw.id, ", ".join(offered) or "none"))
+        floor = resolver.min_gpus(recipe, plan["strategy"], hw.id)
+        if plan["deploy_type"] == "multi_node" and plan["node_count"] * hw.gpu_count < floor:
+            out.append("%s: replica %s has %d nodes x %d GPUs but %s needs at least %d GPUs (strategy_min_gpus)" % (
+                where, plan["replica"], plan["node_count"], hw.gpu_count, plan["strategy"], floor))
+        if plan["deploy_type"] == "multi_node" and hw.generation == "xpu":
+            out.append("%s: Intel XPU runs single-node only" % where)
+        if plan["pools"]:
+            for role, info in plan["pools"].items():
+                if info["pool_gpus"] == 0:
+                    out.append("%s: pd_cluster %s pool has no GPU" % (where, role))
+                elif info["parallelism"] == "dep" and info["nodes"] == 0 and info["dp_size"] > info["pool_gpus"]:
+                    out.append("%s: pd_cluster %s pool DP size %d exceeds its %d GPUs" % (where, role, info["dp_size"], info["pool_gpus"]))
+        if plan["deploy_type"] == "multi_node" and plan["role"] in ("head", "worker") and "IFACE_NAME" in plan["unbound_placeholders"]:
+            out.append("host %s: replica %s needs vllm_cluster_interface (the NIC for NCCL/GLOO, e.g. ens1f0)" % (host, plan["replica"]))
+        if plan["unbound_placeholders"] and "IFACE_NAME" not in plan["unbound_placeholders"]:
+            out.append("host %s: unbound placeholders %s" % (host, ", ".join("$" + p for p in plan["unbound_placeholders"])))
+        if plan["role"] != "router":
+            out.extend("%s: %s" % (where, p) for p in flag_problems(plan))
+        return out
+
+
+def flag_problems(plan):
+    """Rendered flags the target vLLM version would reject (empty if none)."""
+    try:
+        from . import vllm_flags
+    except ImportError:  # pragma: no cover - vllm_flags ships with the collection
+        return []
+    version, _reason = vllm_flags.select_version(image=plan["image"], version=plan.get("vllm_version"))
+    return vllm_flags.check_args(plan["argv"], version)
+
+
+def fleet_hosts(hostvars, hosts):
+    """The hosts of ``hosts`` that serve vLLM (have vllm_recipe or vllm_pd_role=router)."""
+    return [h for h in hosts if (hostvars.get(h) or {}).get("vllm_recipe")]
+
+
+__all__ = ["Fleet", "FleetError", "bind", "served_names", "flag_problems", "fleet_hosts", "VARS", "_unknown"]
