@@ -1,0 +1,101 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, llmfleet contributors
+# Apache License 2.0 (see LICENSE)
+"""Controller-side implementation of llmfleet.vllm.fleet_plan (see plugins/modules/fleet_plan.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.llmfleet.vllm.plugins.module_utils.errors import RecipeError
+from ansible_collections.llmfleet.vllm.plugins.module_utils.fleet import Fleet
+from ansible_collections.llmfleet.vllm.plugins.plugin_utils.inventory_view import HostvarsView, to_plain
+
+ARGSPEC = dict(
+    hosts=dict(type="list", elements="str"),
+    dest=dict(type="path"),
+    fail_on_problems=dict(type="bool", default=True),
+)
+
+
+def plan_files(plan):
+    """The files of plan/<host>/: name -> text."""
+    return {
+        "argv.json": json.dumps(plan["argv"], indent=2) + "\n",
+        "env.json": json.dumps(plan["env"], indent=2, sort_keys=True) + "\n",
+        "command.sh": "#!/bin/sh\n# %s: %s %s on %s, %s (%s rank %s)\n%s%s\n" % (
+            plan["host"], plan["recipe"], plan["variant"], plan["hardware"], plan["strategy"], plan["role"], plan["rank"],
+            "".join("export %s=%s\n" % (k, _sh(v)) for k, v in sorted(plan["env"].items())), plan["command"]),
+        "image.txt": plan["image"] + "\n",
+        "plan.json": json.dumps(plan, indent=2, sort_keys=True) + "\n",
+    }
+
+
+def _sh(value):
+    from ansible_collections.llmfleet.vllm.plugins.module_utils.resolver import shell_quote
+    return shell_quote(value)
+
+
+def write_if_changed(path, text, check_mode):
+    try:
+        with open(path) as handle:
+            if handle.read() == text:
+                return False
+    except (IOError, OSError):
+        pass
+    if not check_mode:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = path + ".tmp"
+        with open(tmp, "w") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    return True
+
+
+class ActionModule(ActionBase):
+
+    TRANSFERS_FILES = False
+    _VALID_ARGS = frozenset(ARGSPEC)
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        _validation, args = self.validate_argument_spec(argument_spec=ARGSPEC)
+        task_vars = task_vars or {}
+        hostvars = task_vars.get("hostvars")
+        groups = to_plain(task_vars.get("groups") or {})
+        hosts = args.get("hosts") or to_plain(task_vars.get("ansible_play_hosts_all") or [])
+        view = HostvarsView(hostvars, groups.get("all") or hosts)
+        serving = [h for h in hosts if view.get(h, {}).get("vllm_recipe")]
+        fleet = Fleet(view, groups, facts=view.facts())
+        try:
+            plans, problems = fleet.check(serving)
+        except RecipeError as exc:  # pragma: no cover - check() collects per host
+            raise AnsibleActionFail(str(exc))
+        written = []
+        if args.get("dest"):
+            dest = os.path.abspath(os.path.expanduser(args["dest"]))
+            for host in sorted(plans):
+                for name, text in sorted(plan_files(plans[host]).items()):
+                    path = os.path.join(dest, host, name)
+                    if write_if_changed(path, text, self._task.check_mode):
+                        written.append(path)
+        result.update(
+            changed=bool(written),
+            plans=plans,
+            problems=problems,
+            warnings_by_host=dict((h, p["warnings"]) for h, p in plans.items() if p["warnings"]),
+            written=written,
+            planned=len(plans),
+        )
+        if problems and args["fail_on_problems"]:
+            result["failed"] = True
+            result["msg"] = "preflight found %d problem(s) in the inventory; no host was changed:\n- %s" % (
+                len(problems), "\n- ".join(problems))
+        else:
+            result["msg"] = "planned %d vLLM host(s)%s" % (len(plans), "; %d problem(s)" % len(problems) if problems else "")
+        return result

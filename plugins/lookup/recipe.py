@@ -1,0 +1,138 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, llmfleet contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: recipe
+author: llmfleet contributors
+version_added: 0.1.0
+short_description: Resolve a vLLM recipe into the per-host C(vllm serve) plan
+description:
+  - Without terms, returns the plan of the current host from its inventory variables
+    (C(vllm_recipe), C(vllm_variant), C(vllm_hardware), C(vllm_strategy), C(vllm_replica), ...):
+    the C(vllm serve) argv and env bound to real addresses, the container image, the host's role
+    in its replica (V(single), V(head), V(worker), V(prefill), V(decode) or V(router)), the
+    provenance of every flag and env key, and warnings.
+  - With a recipe id as the term, resolves that recipe from the options given and returns the whole
+    deployment (every node, with placeholders such as C($HEAD_IP) left unbound).
+  - Follows the upstream recipes builder (recipes.vllm.ai) exactly, with the deliberate deviations
+    D1-D7 documented in the collection README.
+  - Multi-node replicas are inventory groups named by C(vllm_replica); ranks follow the inventory
+    hostname order unless C(vllm_node_rank) is set; the rank-0 host's C(vllm_cluster_address)
+    (default C(ansible_host)) replaces C($HEAD_IP) and C(vllm_cluster_interface) replaces C($IFACE_NAME).
+options:
+  _terms:
+    description: A recipe id (Hugging Face model id such as C(Qwen/Qwen3.6-35B-A3B)). Omit it to plan the current host.
+    type: list
+    elements: str
+    required: false
+  host:
+    description: Plan this inventory host instead of the current one (no terms only).
+    type: str
+  variant:
+    description: Variant key (with a term). Default is the recipe's choice for the hardware.
+    type: str
+  hardware:
+    description: Hardware profile id of the recipes taxonomy, for example V(h200) or V(dgx_spark_gb10) (with a term).
+    type: str
+  strategy:
+    description: Strategy id, for example V(single_node_tp) or V(multi_node_dep) (with a term). Default is the recipe's recommendation.
+    type: str
+  node_count:
+    description: Number of nodes (with a term).
+    type: int
+  gpu_count:
+    description: Real GPUs per node, replacing the profile's (deviation D6) (with a term).
+    type: int
+  features:
+    description: Features to enable (a list), or a dict feature -> bool on top of the recipe defaults (with a term).
+    type: raw
+  feature_modes:
+    description: Mode per feature, for example C({spec_decoding: mtp}) (with a term).
+    type: dict
+  pd_nodes:
+    description: PD pool sizes, for example C({prefill: 2, decode: 1}) (with a term).
+    type: dict
+  kv_offload:
+    description: A taxonomy C(kv_offload) key such as V(simple) (with a term).
+    type: str
+  advanced:
+    description: Advanced preset ids such as V(gpu_mem_095) (with a term).
+    type: list
+    elements: str
+  recipes_path:
+    description:
+      - Recipe trees in the vllm-project/recipes layout; a later tree overrides an earlier one per recipe id.
+      - Default is the host's C(vllm_recipes_path), else the collection's built-in tree.
+    type: list
+    elements: path
+"""
+
+EXAMPLES = r"""
+- name: The current host's plan from its inventory variables
+  ansible.builtin.set_fact:
+    vllm_plan: "{{ lookup('llmfleet.vllm.recipe') }}"
+
+- name: Show the exact command
+  ansible.builtin.debug:
+    msg: "{{ vllm_plan | llmfleet.vllm.shell_command }}"
+
+- name: Resolve a recipe directly, without inventory
+  ansible.builtin.debug:
+    msg: "{{ lookup('llmfleet.vllm.recipe', 'Qwen/Qwen3.6-35B-A3B', variant='nvfp4', hardware='b200',
+             strategy='multi_node_dep', node_count=2).nodes | map(attribute='argv') }}"
+"""
+
+RETURN = r"""
+_raw:
+  description:
+    - Without terms, one dict per call, the host plan, with keys C(host), C(recipe), C(model), C(variant),
+      C(hardware), C(gpu_count), C(strategy), C(deploy_type), C(node_count), C(replica), C(members), C(role),
+      C(rank), C(argv) (starting V(vllm), V(serve), the model), C(env), C(command), C(image),
+      C(image_source), C(docker_gpu_flags), C(port), C(served_model_names), C(features), C(feature_modes),
+      C(args_provenance), C(env_provenance), C(bindings), C(unbound_placeholders), C(warnings) and C(notes).
+    - With a term, the deployment, with C(nodes) (one entry per node, each with C(role), C(rank), C(argv),
+      C(env) and provenance), C(image), C(docker_gpu_flags), C(pools) and C(router) for pd_cluster, and C(warnings).
+  type: list
+  elements: dict
+"""
+
+from ansible.errors import AnsibleLookupError
+from ansible.plugins.lookup import LookupBase
+
+from ansible_collections.llmfleet.vllm.plugins.module_utils.catalog import get_catalog
+from ansible_collections.llmfleet.vllm.plugins.module_utils.errors import RecipeError
+from ansible_collections.llmfleet.vllm.plugins.module_utils.fleet import Fleet
+from ansible_collections.llmfleet.vllm.plugins.module_utils.resolver import Resolver
+from ansible_collections.llmfleet.vllm.plugins.plugin_utils.inventory_view import HostvarsView, to_plain
+
+
+class LookupModule(LookupBase):
+
+    def run(self, terms, variables=None, **kwargs):
+        self.set_options(var_options=variables, direct=kwargs)
+        variables = variables or {}
+        try:
+            if terms:
+                return [self._direct(term) for term in terms]
+            return [self._host_plan(variables)]
+        except RecipeError as exc:
+            raise AnsibleLookupError("llmfleet.vllm.recipe: %s" % exc)
+
+    def _direct(self, recipe_id):
+        opts = dict((k, self.get_option(k)) for k in ("variant", "hardware", "strategy", "node_count", "gpu_count",
+                                                       "features", "feature_modes", "pd_nodes", "kv_offload", "advanced"))
+        catalog = get_catalog(self.get_option("recipes_path") or None)
+        return Resolver(catalog).resolve(str(recipe_id), **to_plain(opts))
+
+    def _host_plan(self, variables):
+        hostvars = variables.get("hostvars")
+        groups = to_plain(variables.get("groups") or {})
+        host = self.get_option("host") or variables.get("inventory_hostname")
+        if hostvars is None or not host:
+            raise AnsibleLookupError("llmfleet.vllm.recipe: without terms it needs a play context (hostvars, inventory_hostname)")
+        view = HostvarsView(hostvars, groups.get("all") or list(hostvars))
+        fleet = Fleet(view, groups, facts=view.facts())
+        return fleet.plan(host)

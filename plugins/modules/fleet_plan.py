@@ -1,0 +1,84 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, llmfleet contributors
+# Apache License 2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: fleet_plan
+author: llmfleet contributors
+version_added: 0.1.0
+short_description: Validate a whole vLLM fleet and plan every host, before any host is touched
+description:
+  - Runs on the controller (an action plugin; nothing is executed on the managed hosts).
+  - Resolves the plan of every vLLM host of the inventory (hosts with C(vllm_recipe)) and checks the
+    whole inventory at once, reporting every problem rather than the first one.
+  - "Checks: unknown recipe, variant, hardware, strategy, feature or mode ids (with the valid choices);
+    a variant that does not fit a non-scalable profile; a precision the hardware cannot run (nvfp4 on
+    Hopper); a strategy the recipe does not offer on that hardware; replica groups whose size differs
+    from what the strategy needs, or whose members disagree (mixed hardware, GPU counts, recipes);
+    mutually exclusive features (C(text_only) with C(encoder_parallel)); PD pools without GPUs; missing
+    cluster interfaces; and flags the target vLLM version does not know."
+  - With O(dest), also writes C(<dest>/<inventory_hostname>/) with C(argv.json), C(env.json),
+    C(command.sh), C(image.txt) and C(plan.json), rewriting a file only when its content changes.
+  - Use it with C(run_once=true); the result is registered for every host of the play.
+options:
+  hosts:
+    description: Hosts to plan. Default is every host of the play (C(ansible_play_hosts_all)) that sets C(vllm_recipe).
+    type: list
+    elements: str
+  dest:
+    description: Directory for the per-host plan files. Nothing is written when unset.
+    type: path
+  fail_on_problems:
+    description: Fail the task when any problem is found (the default). With V(false), problems are returned only.
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    support: full
+    details: In check mode the plan files are not written; the C(changed) status says whether they would be.
+  diff_mode:
+    support: none
+  platform:
+    platforms: all
+notes:
+  - The collection's C(playbooks/preflight.yml) runs this task first in every entry playbook with
+    C(any_errors_fatal=true), so a failed preflight changes no host.
+seealso:
+  - plugin: llmfleet.vllm.recipe
+    plugin_type: lookup
+"""
+
+EXAMPLES = r"""
+- name: Validate the whole inventory before touching any host
+  llmfleet.vllm.fleet_plan:
+  run_once: true
+
+- name: Plan every host and write plan/<host>/ files
+  llmfleet.vllm.fleet_plan:
+    dest: "{{ vllm_plan_dir | default(playbook_dir ~ '/../plan') }}"
+  run_once: true
+  register: fleet
+"""
+
+RETURN = r"""
+plans:
+  description: Inventory hostname -> host plan (the same dict the C(llmfleet.vllm.recipe) lookup returns).
+  returned: always
+  type: dict
+problems:
+  description: Every problem found, one message each, naming the host, the variable or id, the bad value and the valid choices.
+  returned: always
+  type: list
+  elements: str
+warnings_by_host:
+  description: Non-fatal warnings per host (upstream quirks reproduced on purpose, gated options that were skipped).
+  returned: always
+  type: dict
+written:
+  description: Plan files written or rewritten (empty when O(dest) is unset or nothing changed).
+  returned: always
+  type: list
+  elements: str
+"""
