@@ -599,8 +599,7 @@ class _Checker(object):
             if short is not None:
                 return short
         matches = self.cat.prefix_matches(name)
-        canon = sorted(set(self.cat.canonical(m) for m in matches))
-        if len(matches) == 1 or (matches and len(canon) == 1 and len(matches) == 1):
+        if len(matches) == 1:
             target = matches[0]
             if self.allow_abbrev:
                 return self.cat.lookup(target)
@@ -706,6 +705,10 @@ class _Checker(object):
                     if i + 1 < n:
                         value = rest[i + 1]
                         i += 1
+                        if self.is_option_like(value):
+                            self.add(tok, "missing-value", "%s takes the next token, %r, as its value "
+                                     "(vLLM does so for dotted JSON keys even when it starts with '-')"
+                                     % (tok, value))
                     else:
                         self.add(tok, "missing-value", "%s needs a value (vLLM takes the next token as "
                                  "the value of a dotted JSON key)" % tok)
@@ -734,11 +737,6 @@ class _Checker(object):
                     self.add(tok, "unknown-json-key", msg)
                 continue
             name_n = _normalize_long(name)
-            if name_n in ("--help", "-h") or (name_n.startswith("--help") and self.cat.lookup("--help")):
-                self.add(tok, "help", "%s prints the help text and exits: the server would not start" % tok)
-                i += 1
-                prev = (tok, False)
-                continue
             hit = self.resolve(tok, name_n)
             i += 1
             if hit is None:
@@ -750,6 +748,10 @@ class _Checker(object):
                 continue
             canon, entry = hit
             present.add(canon)
+            if entry["action"] == "help":
+                self.add(tok, "help", "%s prints the help text and exits: the server would not start" % tok)
+                prev = (tok, False)
+                continue
             if canon == "--model":
                 model_option = True
             if not name_n.startswith("--") and len(name_n) > 2 and self.cat.lookup(name_n) is None:
@@ -859,8 +861,7 @@ def check_args(args, version=None, allow_abbrev=False, catalog_dir=None):
 
 def validate_args(args, version=None, allow_abbrev=False, catalog_dir=None):
     """Raise :class:`FlagValidationError` if :func:`check_args` finds any problem."""
-    cat, label = _catalog_for(version, catalog_dir)
-    problems = check_args(args, cat if not isinstance(version, str) else version, allow_abbrev, catalog_dir)
+    problems = find_problems(args, version, allow_abbrev, catalog_dir)
     if problems:
-        raise FlagValidationError(problems, cat.version)
+        raise FlagValidationError([p.message for p in problems], problems[0].version)
     return True
