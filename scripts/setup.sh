@@ -55,7 +55,8 @@ if [ -z "$PY" ]; then
   fb=$(command -v "${LLMFLEET_PYTHON:-python3}" 2>/dev/null) || die "no python3 found"
   at_least "$fb" "3, 11" || die "$fb is Python $(pyver "$fb" || echo '?'); need >= 3.11 (>= 3.12 preferred)"
   PY=$fb; REQ=requirements-dev-py311.txt
-  say "no Python >= 3.12 found; using $PY ($(pyver "$PY")) with the fallback $REQ (ansible-core 2.19)"
+  if [ -n "${LLMFLEET_PYTHON:-}" ]; then why="LLMFLEET_PYTHON"; else why="no Python >= 3.12 found"; fi
+  say "$why: $PY ($(pyver "$PY")) with the fallback $REQ (ansible-core 2.19)"
 fi
 
 REQ_PATH=$ROOT/$REQ

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# tests/images/build.sh - build the local Debian systemd test host images (`make images`).
+#
+#   local/debian12-systemd:latest   bookworm (systemd 252, python 3.11)
+#   local/debian13-systemd:latest   trixie   (systemd 257, python 3.13)
+#
+# Docker Hub is unreachable, so each image is a root filesystem made by mmdebstrap from
+# Debian's mirror, streamed into `docker import`. Every image carries a label with a hash
+# of its recipe; an image whose label matches is kept, so the ~45 s build per suite runs
+# only when the recipe below changes (or FORCE=1). The import goes to a temporary tag
+# first and is retagged only on success, so a failed build never leaves a half image
+# under the real tag.
+#
+# Needs: root, a running docker daemon, mmdebstrap (.ci/run installs and starts them).
+# Knobs: SUITES="bookworm trixie", FORCE=1, DEBIAN_MIRROR=http://deb.debian.org/debian
+#
+# Run containers from these images with (see shared docs/test-sandbox.md):
+#   --cap-add SYS_ADMIN --security-opt seccomp=unconfined --cgroupns=host
+#   -v /sys/fs/cgroup:/sys/fs/cgroup:rw --tmpfs /run --tmpfs /run/lock --tmpfs /tmp
+#   --stop-signal SIGRTMIN+3      (--privileged fails on these hosts)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+LOGS=$ROOT/.work/logs
+SUITES=${SUITES:-"bookworm trixie"}
+LABEL=io.llmfleet.test-image.recipe
+
+# ---- the recipe: change anything here and the images are rebuilt
+RECIPE_VERSION=1
+PACKAGES=systemd,systemd-sysv,python3,python3-apt,sudo,dbus,iproute2,procps,curl,ca-certificates
+# shellcheck disable=SC2016  # the hook's "$1" is expanded by mmdebstrap's shell, not here
+MMDEBSTRAP_OPTS=(
+  --variant=minbase
+  --include="$PACKAGES"
+  --aptopt='Acquire::Retries "3"'
+  --dpkgopt='path-exclude=/usr/share/man/*'
+  --dpkgopt='path-exclude=/usr/share/doc/*'
+  --dpkgopt='path-include=/usr/share/doc/*/copyright'
+  --dpkgopt='path-exclude=/usr/share/locale/*'
+  # empty machine-id: systemd makes a fresh one at each container boot
+  --customize-hook='rm -f "$1"/var/lib/dbus/machine-id; : > "$1"/etc/machine-id'
+)
+IMPORT_CHANGES=(
+  --change 'CMD ["/lib/systemd/systemd"]'
+  --change 'ENV container=docker'
+)
+# ----
+
+die() { echo "images: ERROR: $*" >&2; exit 1; }
+
+image_tag() {
+  case $1 in
+    bookworm) echo local/debian12-systemd:latest ;;
+    trixie)   echo local/debian13-systemd:latest ;;
+    *)        echo "local/debian-$1-systemd:latest" ;;
+  esac
+}
+
+recipe_hash() {  # recipe_hash SUITE
+  printf '%s\n' "v$RECIPE_VERSION" "$1" "${MMDEBSTRAP_OPTS[@]}" "${IMPORT_CHANGES[@]}" | sha256sum | cut -c1-16
+}
+
+build_one() {
+  local suite=$1 tag recipe tmp old new t0 log
+  tag=$(image_tag "$suite")
+  recipe=$(recipe_hash "$suite")
+  old=$(docker image inspect -f '{{.Id}}' "$tag" 2>/dev/null || true)
+  if [ "${FORCE:-0}" != 1 ] && [ -n "$old" ] \
+     && [ "$(docker image inspect -f "{{index .Config.Labels \"$LABEL\"}}" "$tag" 2>/dev/null)" = "$recipe" ]; then
+    echo "images: $tag up to date (recipe $recipe)"
+    return
+  fi
+  tmp="local/llmfleet-image-build:$suite-$$"
+  log=$LOGS/image-$suite.log
+  t0=$SECONDS
+  echo "images: building $tag from Debian $suite (recipe $recipe; log .work/logs/image-$suite.log)"
+  # pipefail: a failing mmdebstrap fails the pipeline even though docker import read a tar.
+  if ! mmdebstrap "${MMDEBSTRAP_OPTS[@]}" "$suite" - ${DEBIAN_MIRROR:+"$DEBIAN_MIRROR"} 2>"$log" \
+       | docker import "${IMPORT_CHANGES[@]}" --change "LABEL $LABEL=$recipe" - "$tmp" >>"$log" 2>&1; then
+    docker rmi "$tmp" >/dev/null 2>&1 || true
+    tail -25 "$log" >&2
+    die "image build for $suite failed; full log: $log"
+  fi
+  docker tag "$tmp" "$tag"
+  docker rmi "$tmp" >/dev/null
+  new=$(docker image inspect -f '{{.Id}}' "$tag")
+  # The previous build, now untagged; kept if a container still uses it.
+  if [ -n "$old" ] && [ "$old" != "$new" ]; then docker rmi "$old" >/dev/null 2>&1 || true; fi
+  echo "images: $tag built in $((SECONDS - t0))s ($(docker image inspect -f '{{.Size}}' "$tag" | awk '{printf "%d MB", $1/1e6}'))"
+}
+
+command -v docker >/dev/null || die "no docker CLI (apt-get install docker.io, or run .ci/run)"
+docker info >/dev/null 2>&1 || die "docker daemon not reachable (start dockerd; .ci/run does it)"
+need_build=0
+for s in $SUITES; do
+  [ "$(docker image inspect -f "{{index .Config.Labels \"$LABEL\"}}" "$(image_tag "$s")" 2>/dev/null)" = "$(recipe_hash "$s")" ] || need_build=1
+done
+if [ "$need_build" = 1 ] || [ "${FORCE:-0}" = 1 ]; then
+  command -v mmdebstrap >/dev/null || die "mmdebstrap missing (apt-get install mmdebstrap)"
+  [ "$(id -u)" = 0 ] || die "mmdebstrap needs root here"
+fi
+mkdir -p "$LOGS"
+for s in $SUITES; do build_one "$s"; done
