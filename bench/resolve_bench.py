@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Benchmark: resolve and render every in-scope record of the golden files, warm catalog.
 
     bench/resolve_bench.py [--recipes DIR ...] [--repeat N] [FILE.jsonl.gz ...]
@@ -19,7 +19,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tools"))
-import _collection_path  # noqa: E402,F401  pylint: disable=wrong-import-position
+import _collection_path  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import
 import golden_parity  # noqa: E402  pylint: disable=wrong-import-position
 
 from ansible_collections.llmfleet.vllm.plugins.module_utils.catalog import Catalog  # noqa: E402
@@ -27,7 +27,7 @@ from ansible_collections.llmfleet.vllm.plugins.module_utils.resolver import Reso
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     ap.add_argument("--recipes", action="append")
     ap.add_argument("--repeat", type=int, default=3, help="timed passes over all cases (default 3)")
     ap.add_argument("files", nargs="*")
@@ -54,7 +54,7 @@ def main(argv=None):
     times = []
     clock = time.perf_counter
     wall0 = clock()
-    for _ in range(args.repeat):
+    for _pass in range(args.repeat):
         for kwargs in cases:
             t0 = clock()
             plan = resolver.resolve(**kwargs)

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Regenerate the collection's built-in recipe tree (data/recipes) from an upstream checkout.
 
     tools/build_builtin_tree.py /path/to/vllm-project/recipes [--recipe Qwen/Qwen3.6-35B-A3B ...]
@@ -54,7 +54,7 @@ def write(src, dst, rel):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     ap.add_argument("upstream")
     ap.add_argument("--recipe", action="append", default=None)
     ap.add_argument("-o", "--out", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "recipes"))

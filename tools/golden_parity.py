@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Re-resolve every record of the upstream builder's golden files and compare.
 
     tools/golden_parity.py [--recipes DIR ...] FILE.jsonl.gz ...
@@ -29,7 +29,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _collection_path  # noqa: E402,F401  pylint: disable=wrong-import-position
+import _collection_path  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import
 
 from ansible_collections.llmfleet.vllm.plugins.module_utils.catalog import Catalog  # noqa: E402
 from ansible_collections.llmfleet.vllm.plugins.module_utils.errors import RecipeError  # noqa: E402
@@ -208,7 +208,7 @@ def compare(resolver, kwargs, dtype, exp):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     ap.add_argument("--recipes", action="append", help="recipe tree (repeatable; later trees win); default ../shared/recipes")
     ap.add_argument("--max-show", type=int, default=50, help="mismatches to print in full (default 50)")
     ap.add_argument("--no-validate", dest="validate", action="store_false", help="skip schema validation of the recipes")

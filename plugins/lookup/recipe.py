@@ -6,13 +6,13 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: recipe
-author: llmfleet contributors
+author: llmfleet contributors (@llmfleet)
 version_added: 0.1.0
 short_description: Resolve a vLLM recipe into the per-host C(vllm serve) plan
 description:
   - Without terms, returns the plan of the current host from its inventory variables
-    (C(vllm_recipe), C(vllm_variant), C(vllm_hardware), C(vllm_strategy), C(vllm_replica), ...):
-    the C(vllm serve) argv and env bound to real addresses, the container image, the host's role
+    (C(vllm_recipe), C(vllm_variant), C(vllm_hardware), C(vllm_strategy), C(vllm_replica), ...),
+    that is the C(vllm serve) argv and env bound to real addresses, the container image, the host's role
     in its replica (V(single), V(head), V(worker), V(prefill), V(decode) or V(router)), the
     provenance of every flag and env key, and warnings.
   - With a recipe id as the term, resolves that recipe from the options given and returns the whole
@@ -50,10 +50,10 @@ options:
     description: Features to enable (a list), or a dict feature -> bool on top of the recipe defaults (with a term).
     type: raw
   feature_modes:
-    description: Mode per feature, for example C({spec_decoding: mtp}) (with a term).
+    description: "Mode per feature, for example C({spec_decoding: mtp}) (with a term)."
     type: dict
   pd_nodes:
-    description: PD pool sizes, for example C({prefill: 2, decode: 1}) (with a term).
+    description: "PD pool sizes, for example C({prefill: 2, decode: 1}) (with a term)."
     type: dict
   kv_offload:
     description: A taxonomy C(kv_offload) key such as V(simple) (with a term).
@@ -122,8 +122,9 @@ class LookupModule(LookupBase):
             raise AnsibleLookupError("llmfleet.vllm.recipe: %s" % exc)
 
     def _direct(self, recipe_id):
-        opts = dict((k, self.get_option(k)) for k in ("variant", "hardware", "strategy", "node_count", "gpu_count",
-                                                       "features", "feature_modes", "pd_nodes", "kv_offload", "advanced"))
+        names = ("variant", "hardware", "strategy", "node_count", "gpu_count", "features", "feature_modes", "pd_nodes",
+                 "kv_offload", "advanced")
+        opts = dict((k, self.get_option(k)) for k in names)
         catalog = get_catalog(self.get_option("recipes_path") or None)
         return Resolver(catalog).resolve(str(recipe_id), **to_plain(opts))
 

@@ -599,7 +599,7 @@ class Resolver(object):
             if f not in all_features:
                 raise ResolveError(_unknown("feature", f, all_features, where=" in feature_modes for recipe %s" % rid))
             if not isinstance(_as_map(all_features[f]).get("modes"), dict):
-                modal = [k for k, v in all_features.items() if isinstance(_as_map(v).get("modes"), dict)]
+                modal = [k for k, feat in all_features.items() if isinstance(_as_map(feat).get("modes"), dict)]
                 raise ResolveError("feature %s of recipe %s has no modes; features with modes: %s" % (f, rid, ", ".join(modal) or "none"))
         plan = []
         default_modes = _as_map(variant.get("default_modes"))
@@ -773,7 +773,7 @@ class _Build(object):
         head = "$HEAD_IP"
         if multi and flag == "--data-parallel-size":
             dp_local = G
-            gen_block, _ = self.hw.gen_or_nvidia(_as_map(so.get("hardware_overrides")))
+            gen_block = self.hw.gen_or_nvidia(_as_map(so.get("hardware_overrides")))[0]
             exact = _as_map(_as_map(so.get("hardware_overrides")).get(self.hw.id))
             scan = _as_list(so.get("vllm_args")) + _as_list(so.get("extra_args")) + \
                 _as_list(_as_map(gen_block).get("extra_args")) + _as_list(exact.get("extra_args"))
@@ -1120,9 +1120,9 @@ class _Build(object):
                         self.warnings.append("pd_cluster %s pool co-located on %s has no GPU (the node has %d)" % (role, hw.id, self.G))
             for role in ("prefill", "decode"):
                 info = pools[role]
-                gpus = info["pool_gpus"]
-                if info["parallelism"] == "dep" and info["dp_size"] > gpus * (1 if info["nodes"] else 1) and info["nodes"] == 0:
-                    self.warnings.append("pd_cluster %s pool: data-parallel size %d exceeds the pool's %d GPUs (upstream quirk)" % (role, info["dp_size"], gpus))
+                if info["parallelism"] == "dep" and info["nodes"] == 0 and info["dp_size"] > info["pool_gpus"]:
+                    self.warnings.append("pd_cluster %s pool: data-parallel size %d exceeds the co-located pool's %d GPUs "
+                                         "(upstream quirk)" % (role, info["dp_size"], info["pool_gpus"]))
         elif self.dtype == "multi_node":
             nodes.append(self._node("head", 0))
             for rank in range(1, self.nodes):

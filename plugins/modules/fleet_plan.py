@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: fleet_plan
-author: llmfleet contributors
+author: llmfleet contributors (@llmfleet)
 version_added: 0.1.0
 short_description: Validate a whole vLLM fleet and plan every host, before any host is touched
 description:
@@ -36,12 +36,19 @@ options:
     default: true
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: In check mode the plan files are not written; the C(changed) status says whether they would be.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   platform:
+    description: Target OS/families that can be operated against.
+    support: N/A
     platforms: all
+  action:
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
+    support: full
 notes:
   - The collection's C(playbooks/preflight.yml) runs this task first in every entry playbook with
     C(any_errors_fatal=true), so a failed preflight changes no host.

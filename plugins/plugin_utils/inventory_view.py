@@ -7,10 +7,7 @@ from __future__ import annotations
 
 from ansible_collections.llmfleet.vllm.plugins.module_utils.fleet import VARS
 
-try:
-    from collections.abc import Mapping
-except ImportError:  # pragma: no cover
-    from collections import Mapping
+from collections.abc import Mapping
 
 _KEYS = VARS + ("ansible_host",)
 

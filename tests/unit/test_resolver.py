@@ -351,7 +351,9 @@ def test_image_precedence(tmp_path):
         r["variants"]["fp8"]["hardware_overrides"]["h200"] = {"docker_image": "exact:h200"}
         r["model"]["nightly_required"] = True
     res = make_tree(tmp_path, mutate)
-    img = lambda v, hw: res.resolve(SEED, variant=v, hardware=hw, strategy="single_node_tp", node_count=1)["image"]
+
+    def img(variant, hw):
+        return res.resolve(SEED, variant=variant, hardware=hw, strategy="single_node_tp", node_count=1)["image"]
     assert img("fp8", "h200") == "exact:h200"           # exact-GPU HO wins
     assert img("fp8", "mi300x") == "rocm:fp8"           # variant brand map
     assert img("fp8", "h100") == "img:cu130"            # partial variant map falls through to the model's CUDA map
