@@ -72,7 +72,7 @@ CATALOG_DIR = os.path.join(
 CATALOG_FORMAT = "llmfleet.vllm/vllm-flag-catalog"
 
 _VERSION_FILE_RE = re.compile(r"^(\d+\.\d+(?:\.\d+)*(?:[.+-][0-9A-Za-z.]+)?)\.json$")
-_TAG_VERSION_RE = re.compile(r"^v?(\d+\.\d+(?:\.\d+)?)(?:(?:[-+_.]|rc|post|dev|a|b)[0-9A-Za-z.+_-]*)?$")
+_TAG_VERSION_RE = re.compile(r"^v?(\d+\.\d+(?:\.\d+)?)((?:rc|a|b|\.?dev|\.?post)\d*)?(?:[-+_.][0-9A-Za-z.+_-]*)?$")
 _NEGATIVE_NUMBER_RE = re.compile(r"^-\d+$|^-\d*\.\d+$")
 _PLACEHOLDER_RE = re.compile(r"^\$[A-Za-z_][A-Za-z0-9_]*$|^\$\{[^}]+\}$")
 _HUMAN_INT_RE = re.compile(r"^(\d+(?:\.\d+)?)([kKmMgGtT])$")
@@ -221,6 +221,7 @@ def parse_image_tag(image):
             version = m.group(1)
             if version.count(".") == 1:
                 version += ".0"
+            version += (m.group(2) or "").lstrip(".")
     return repo, tag, version
 
 
@@ -304,6 +305,7 @@ class FlagCatalog(object):
                 self._by_option[o] = canon
         self._long_options = sorted(o for o in self._by_option if o.startswith("--"))
         self._all_options = sorted(self._by_option)
+        self._suggest_cache = {}
 
     def __repr__(self):
         return "FlagCatalog(%s, %d flags)" % (self.version, len(self.flags))
@@ -313,9 +315,15 @@ class FlagCatalog(object):
         """Every option string argparse registers (``--no-`` forms and short aliases too)."""
         return list(self._all_options)
 
+    def normalize(self, option):
+        """The spelling argparse sees after vLLM's pre-processing (``_`` -> ``-``)."""
+        if self.parser.get("underscore_dash_equivalent", True):
+            return _normalize_long(option)
+        return option
+
     def lookup(self, option):
         """``(canonical, entry)`` for an exact (normalized) option string, else None."""
-        canon = self._by_option.get(_normalize_long(option))
+        canon = self._by_option.get(self.normalize(option))
         if canon is None:
             return None
         return canon, self.flags[canon]
@@ -342,7 +350,7 @@ class FlagCatalog(object):
     def is_negative(self, option):
         """True for the spellings that switch a boolean off (``--no-X``, 0.33 ``--disable-X``)."""
         e = self.entry(option)
-        return bool(e) and _normalize_long(option) in e.get("negative_option_strings", [])
+        return bool(e) and self.normalize(option) in e.get("negative_option_strings", [])
 
     def is_json(self, option):
         e = self.entry(option)
@@ -359,14 +367,21 @@ class FlagCatalog(object):
 
     def prefix_matches(self, prefix):
         """Option strings argparse would accept ``prefix`` as an abbreviation of."""
-        p = _normalize_long(prefix)
+        p = self.normalize(prefix)
         if p.startswith("--"):
             return [o for o in self._long_options if o.startswith(p)]
         return [o for o in self._all_options if not o.startswith("--") and o.startswith(p)]
 
     def suggest(self, option, n=3):
         """Closest valid spellings (difflib) of an unknown option."""
-        name = _normalize_long(option)
+        name = self.normalize(option)
+        key = (name, n)
+        hit = self._suggest_cache.get(key)
+        if hit is None:
+            hit = self._suggest_cache[key] = self._suggest(name, n)
+        return list(hit)
+
+    def _suggest(self, name, n):
         pool = self._long_options if name.startswith("--") else self._all_options
         out = []
         # --disable-X / --enable-X written for a --X / --no-X boolean
@@ -569,7 +584,15 @@ class _Checker(object):
         msg = "%s is not a vllm serve option" % written
         if name.startswith("--no-") and self.cat.lookup("--" + name[5:]) is not None:
             base = "--" + name[5:]
-            e = self.cat.entry(base)
+            canon, e = self.cat.lookup(base)
+            if e["action"] == "boolean_optional":
+                msg = "%s is not an option of this version; %s is a boolean flag spelled %s" % (
+                    written,
+                    canon,
+                    ", ".join(e["option_strings"]),
+                )
+                self.add(written, "unknown", msg)
+                return
             msg = "%s does not exist: only boolean flags have a --no- form, and %s %s" % (
                 written,
                 base,
@@ -586,35 +609,42 @@ class _Checker(object):
         self.add(written, "unknown", msg)
 
     def resolve(self, written, name):
-        """Canonical entry for an option name, reporting unknown/abbreviated/ambiguous ones."""
+        """``(canonical, entry, joined_value)`` for an option name, or None.
+
+        Reports unknown, abbreviated and ambiguous names.  ``joined_value`` is set
+        for argparse's joined short form (``-qfp8`` is ``-q fp8``).
+        """
         hit = self.cat.lookup(name)
         if hit is not None:
-            return hit
-        if not self.cat.parser.get("allow_abbrev", True):
-            self.unknown(written, name)
-            return None
-        if not name.startswith("--") and len(name) > 2:
-            # argparse: "-qfp8" is "-q fp8" when "-q" exists
-            short = self.cat.lookup(name[:2])
-            if short is not None:
-                return short
-        matches = self.cat.prefix_matches(name)
-        if len(matches) == 1:
-            target = matches[0]
-            if self.allow_abbrev:
-                return self.cat.lookup(target)
-            self.add(
-                written,
-                "abbreviation",
-                "%s is an abbreviation of %s: argparse accepts unique prefixes, but a later vLLM "
-                "may add an option that makes it ambiguous; spell it out" % (written, target),
-            )
-            return self.cat.lookup(target)
-        if len(matches) > 1:
+            return hit[0], hit[1], None
+        # argparse._get_option_tuples: long options match by prefix when
+        # allow_abbrev; a single-dash token matches its first two characters
+        # (the rest is the value) and the options it is a prefix of.
+        tuples = []
+        if name.startswith("--"):
+            if self.cat.parser.get("allow_abbrev", True):
+                tuples = [(o, None) for o in self.cat.prefix_matches(name)]
+        else:
+            if len(name) > 2 and self.cat.lookup(name[:2]) is not None:
+                tuples.append((name[:2], name[2:]))
+            tuples += [(o, None) for o in self.cat.prefix_matches(name)]
+        if len(tuples) == 1:
+            target, joined = tuples[0]
+            canon, entry = self.cat.lookup(target)
+            if joined is None and not self.allow_abbrev:
+                self.add(
+                    written,
+                    "abbreviation",
+                    "%s is an abbreviation of %s: argparse accepts unique prefixes, but a later vLLM "
+                    "may add an option that makes it ambiguous; spell it out" % (written, target),
+                )
+            return canon, entry, joined
+        if len(tuples) > 1:
             self.add(
                 written,
                 "ambiguous",
-                "%s is ambiguous (argparse error): it is a prefix of %s" % (written, _fmt_list(matches, 8)),
+                "%s is ambiguous (argparse error): it could be %s"
+                % (written, _fmt_list([t if j is None else "%s %s" % (t, j) for t, j in tuples], 8)),
             )
             return None
         self.unknown(written, name)
@@ -698,8 +728,8 @@ class _Checker(object):
                 explicit = None
             # dotted JSON keys: --compilation-config.mode 3, -cc.mode=3
             if "." in name and features.get("dotted_json_keys", True):
-                base, _, path = name.partition(".")
-                base_n = _normalize_long(base)
+                base, _dot, path = name.partition(".")
+                base_n = self.cat.normalize(base)
                 value = explicit
                 if value is None:
                     if i + 1 < n:
@@ -717,7 +747,7 @@ class _Checker(object):
                 hit = self.resolve(tok, base_n)
                 if hit is None:
                     continue
-                canon, entry = hit
+                canon, entry, _joined = hit
                 present.add(canon)
                 if not entry.get("json"):
                     self.add(
@@ -736,7 +766,7 @@ class _Checker(object):
                         msg += "; closest: %s" % ", ".join(close)
                     self.add(tok, "unknown-json-key", msg)
                 continue
-            name_n = _normalize_long(name)
+            name_n = self.cat.normalize(name)
             hit = self.resolve(tok, name_n)
             i += 1
             if hit is None:
@@ -746,7 +776,7 @@ class _Checker(object):
                     i += 1
                 prev = (tok, True)
                 continue
-            canon, entry = hit
+            canon, entry, joined = hit
             present.add(canon)
             if entry["action"] == "help":
                 self.add(tok, "help", "%s prints the help text and exits: the server would not start" % tok)
@@ -754,9 +784,9 @@ class _Checker(object):
                 continue
             if canon == "--model":
                 model_option = True
-            if not name_n.startswith("--") and len(name_n) > 2 and self.cat.lookup(name_n) is None:
+            if joined is not None:
                 # "-qfp8" style: the rest of the token is the value
-                explicit = name_n[2:] if explicit is None else name_n[2:] + "=" + explicit
+                explicit = joined if explicit is None else joined + "=" + explicit
             if not entry["takes_value"]:
                 if explicit is not None:
                     self.add(
@@ -802,7 +832,7 @@ class _Checker(object):
             if value in rc["values"]:
                 continue
             close = difflib.get_close_matches(value, rc["values"], n=3, cutoff=0.5)
-            msg = "%s %r is not a built-in parser of this version (vLLM checks it at start-up and " "stops)" % (
+            msg = "%s %r is not a built-in parser of this version (vLLM checks it at start-up and stops)" % (
                 written,
                 value,
             )
@@ -847,8 +877,10 @@ def find_problems(args, version=None, allow_abbrev=False, catalog_dir=None):
     newest catalogue not newer than it), a :class:`FlagCatalog`, or None for the
     newest catalogue.
     """
+    if isinstance(args, (str, bytes)):
+        raise TypeError("args must be a list of argv tokens, not a string: %r" % (args[:60],))
     cat, label = _catalog_for(version, catalog_dir)
-    return _Checker(cat, label, allow_abbrev, catalog_dir).run(args)
+    return _Checker(cat, label, allow_abbrev, catalog_dir).run(list(args))
 
 
 def check_args(args, version=None, allow_abbrev=False, catalog_dir=None):
