@@ -260,7 +260,7 @@ class Fleet(object):
         if names:
             extra += ["--served-model-name"] + names
         port = hv.get("vllm_port")
-        if port and role not in PD_PORTS and port != DEFAULT_PORT:
+        if port and role not in PD_PORTS and role != "router" and port != DEFAULT_PORT:
             extra += ["--port", str(port)]
         return extra
 
@@ -335,8 +335,7 @@ class Fleet(object):
         iface = hv.get("vllm_cluster_interface")
         if iface:
             bindings["IFACE_NAME"] = iface
-        dep = self._resolve(catalog, kwargs, list(hv.get("vllm_extra_args") or []) + (["--served-model-name"] + names if names else []),
-                            hv.get("vllm_extra_env"))
+        dep = self._resolve(catalog, kwargs, self._host_extras(hv, names, role), hv.get("vllm_extra_env"))
         if role == "router":
             node = {"role": "router", "rank": 0, "argv": dep["router"]["argv"], "env": {}, "args_provenance": [],
                     "env_provenance": {}}

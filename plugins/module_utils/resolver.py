@@ -255,6 +255,11 @@ def dedupe(units):
     prov = []
     for unit, replaced in keep:
         flag, value, source = unit
+        if flag is None and prov and prov[-1]["source"] == source:
+            # an extra value of a multi-value flag (--served-model-name a b): one unit for display
+            args.append(value)
+            prov[-1]["arg"].append(value)
+            continue
         toks = [value] if flag is None else ([flag] if value is None else [flag, value])
         args.extend(toks)
         rec = {"arg": toks, "source": source}
@@ -540,6 +545,8 @@ class Resolver(object):
         fits = self.fits_single_node(v, hw)
         multi_possible = hw.scalable and any(s.startswith("multi_node_") for s in compatible)
         base_nodes = 2 if (not fits and multi_possible) else 1
+        if node_count not in (None, "") and int(node_count) > 1:
+            base_nodes = int(node_count)  # a replica of N nodes: recommend for N nodes
         if strategy in (None, ""):
             strategy = self.recommend_strategy(recipe, base_nodes, compatible)
             if strategy is None or strategy not in compatible:
