@@ -1,0 +1,187 @@
+# -*- coding: utf-8 -*-
+"""llmfleet.vllm.gpu_facts through a real ``ansible-playbook`` run against localhost.
+
+The GPU tool is ``../shared/fixtures/gpu/fake-nvidia-smi``: a copy of it runs behind a small
+wrapper that redirects its hard-wired ``/etc/fake-gpus.json`` to a JSON file in the test's tmp
+directory (builtins.open is patched before the unchanged script runs), so nothing is written
+to /etc. fake-nvidia-smi answers ``-L``, ``--query-gpu`` and the summary table but not
+``-q -x``: these runs exercise the module's ``--query-gpu`` CSV path (and, with ``"fail": true``,
+the fallback to sysfs). The XML path is covered by tests/unit/test_gpu.py with the real H200
+capture. sysfs comes from tests/unit/fixtures/gpu/sysfs-* through the module's ``sysfs_root``.
+
+No docker needed; each playbook run takes a few seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+FIX = pathlib.Path(__file__).resolve().parents[1] / "unit" / "fixtures" / "gpu"
+
+WRAPPER = '''#!{python}
+"""fake-nvidia-smi with its config read from {config} instead of /etc/fake-gpus.json."""
+import builtins
+import runpy
+import sys
+
+_open = builtins.open
+
+
+def _redirect(file, *args, **kwargs):
+    if file == "/etc/fake-gpus.json":
+        file = {config!r}
+    return _open(file, *args, **kwargs)
+
+
+builtins.open = _redirect
+sys.argv[0] = {script!r}
+runpy.run_path({script!r}, run_name="__main__")
+'''
+
+PLAYBOOK = """\
+- name: Detect GPUs
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Detect
+      llmfleet.vllm.gpu_facts: {args}
+      register: detected
+
+    - name: Detect again in check mode
+      llmfleet.vllm.gpu_facts: {args}
+      check_mode: true
+      register: detected_check
+
+    - name: The facts are set on the host and nothing changed
+      ansible.builtin.assert:
+        that:
+          - ansible_facts.llmfleet_gpu is mapping
+          - detected is not changed
+          - detected_check is not changed
+          - detected_check.ansible_facts.llmfleet_gpu.profile == ansible_facts.llmfleet_gpu.profile
+
+    - name: Save the facts for the test
+      ansible.builtin.copy:
+        content: "{{{{ {{'facts': ansible_facts.llmfleet_gpu, 'warnings': detected.warnings | default([])}} | to_json }}}}"
+        dest: {out}
+        mode: "0644"
+"""
+
+
+@pytest.fixture(scope="module")
+def fake_source(shared_dir):
+    source = shared_dir / "fixtures" / "gpu" / "fake-nvidia-smi"
+    if not source.is_file():
+        pytest.skip("%s is absent" % source)
+    return source
+
+
+@pytest.fixture(scope="module")
+def ansible_playbook():
+    path = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+    if not os.path.isfile(path):
+        path = shutil.which("ansible-playbook")
+    if not path:
+        pytest.skip("ansible-playbook not found")
+    return path
+
+
+def install_fake(fake_source, tmp_path, config):
+    """tmp/bin/nvidia-smi: the wrapper; tmp/fake-nvidia-smi.py: the unchanged copy."""
+    script = tmp_path / "fake-nvidia-smi.py"
+    shutil.copyfile(str(fake_source), str(script))
+    cfg = tmp_path / "fake-gpus.json"
+    cfg.write_text(json.dumps(config))
+    (tmp_path / "bin").mkdir(exist_ok=True)
+    wrapper = tmp_path / "bin" / "nvidia-smi"
+    wrapper.write_text(WRAPPER.format(python=sys.executable, config=str(cfg), script=str(script)))
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+def run_play(ansible_playbook, collections_dir, tmp_path, **module_args):
+    absent = str(tmp_path / "absent")
+    args = dict(amd_smi_path=absent, rocm_smi_path=absent, xpu_smi_path=absent, dgx_release_path=absent)
+    args.update(module_args)
+    out = tmp_path / "facts.json"
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(PLAYBOOK.format(args=json.dumps(args), out=json.dumps(str(out))))
+    env = dict(os.environ)
+    env.update({
+        "ANSIBLE_COLLECTIONS_PATH": str(collections_dir),
+        "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-local"),
+        "ANSIBLE_REMOTE_TMP": str(tmp_path / "ansible-remote"),
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_RETRY_FILES_ENABLED": "0",
+        "ANSIBLE_LOCALHOST_WARNING": "0",
+        "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0",
+    })
+    proc = subprocess.run(
+        [ansible_playbook, "-i", "localhost,", "-e", "ansible_python_interpreter=%s" % sys.executable, str(playbook)],
+        capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    saved = json.loads(out.read_text())
+    return saved["facts"], proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("gpus, expected", [
+    (
+        [{"name": "NVIDIA H100 80GB HBM3", "memory_total_mib": 81559}] * 8,
+        {"product": "NVIDIA H100 80GB HBM3", "count": 8, "memory_mib": 81559, "memory_total_mib": 8 * 81559,
+         "profile": "h100", "compute_capability": "9.0", "architecture": "Hopper"},
+    ),
+    (
+        [{"name": "NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "memory_total_mib": 97887}] * 2,
+        {"count": 2, "memory_mib": 97887, "profile": "rtx_pro_6000_2x", "compute_capability": "12.0"},
+    ),
+])
+def test_fake_nvidia_smi(fake_source, ansible_playbook, collections_dir, tmp_path, gpus, expected):
+    wrapper = install_fake(fake_source, tmp_path, {"driver_version": "550.54.15", "cuda_version": "12.4", "gpus": gpus})
+    facts = run_play(ansible_playbook, collections_dir, tmp_path, nvidia_smi_path=wrapper,
+                     sysfs_root=str(FIX / "sysfs-nvidia-h100-8x-nvswitch"))[0]
+    for key, value in expected.items():
+        assert facts[key] == value, (key, facts[key], facts["profile_reason"])
+    assert facts["vendor"] == "nvidia" and facts["source"] == "nvidia-smi --query-gpu"
+    assert facts["driver_version"] == "550.54.15" and facts["cuda_version"] == "12.4"
+    assert facts["driver_loaded"] is True and facts["nvswitch_count"] == 4
+    assert [g["pci_bus_id"] for g in facts["gpus"]][:2] == ["00000000:01:00.0", "00000000:02:00.0"]
+    statuses = [(e["command"], e["status"]) for e in facts["sources_tried"] if e["source"] == "nvidia-smi"]
+    assert statuses[0] == ("nvidia-smi -q -x", "unparsable")  # the stand-in prints its table for -q -x
+    assert [e["source"] for e in facts["sources_tried"]][-1] == "sysfs"  # NVIDIA answered: no AMD/Intel probes
+    assert "amd-smi" not in [e["source"] for e in facts["sources_tried"]]
+    assert facts["cpu_arch"] and facts["dgx_os"] is None and facts["mixed"] is False
+
+
+def test_tool_fails_falls_back_to_sysfs(fake_source, ansible_playbook, collections_dir, tmp_path):
+    wrapper = install_fake(fake_source, tmp_path, {"fail": True, "gpus": [{"name": "NVIDIA H100 80GB HBM3",
+                                                                           "memory_total_mib": 81559}] * 8})
+    facts, output = run_play(ansible_playbook, collections_dir, tmp_path, nvidia_smi_path=wrapper,
+                             sysfs_root=str(FIX / "sysfs-nvidia-h100-8x-nvswitch"))
+    assert (facts["vendor"], facts["source"], facts["count"], facts["product"], facts["profile"]) == (
+        "nvidia", "sysfs", 8, "NVIDIA H100 80GB HBM3", "h100")
+    assert facts["driver_loaded"] is False and facts["kernel_driver"] is None
+    assert facts["memory_mib"] is None and facts["driver_version"] is None and facts["nvswitch"] is True
+    first = facts["sources_tried"][0]
+    assert (first["command"], first["status"], first["rc"]) == ("nvidia-smi -q -x", "failed", 9)
+    assert "couldn't communicate with the NVIDIA driver" in first["message"]
+    assert any(w.startswith("nvidia-smi -q -x: rc 9") for w in facts["warnings"])
+    assert "[WARNING]" in output and "rc 9" in output
+
+
+def test_no_gpu(ansible_playbook, collections_dir, tmp_path):
+    facts, output = run_play(ansible_playbook, collections_dir, tmp_path, nvidia_smi_path=str(tmp_path / "absent"),
+                             sysfs_root=str(FIX / "sysfs-none"))
+    assert facts["vendor"] == "none" and facts["count"] == 0 and facts["gpus"] == []
+    assert facts["profile"] is None and facts["profile_reason"] == "no NVIDIA, AMD or Intel GPU found"
+    assert facts["driver_loaded"] is None and facts["warnings"] == [] and facts["source"] == "none"
+    assert "[WARNING]" not in output
