@@ -183,14 +183,48 @@ class Fleet(object):
         return self.catalog_factory(list(paths) if paths else None)
 
     def hardware_of(self, host, hv):
+        """(profile id, GPUs per node): declared, else detected (``llmfleet_gpu`` facts)."""
         hw = hv.get("vllm_hardware")
         if hw:
             return hw, hv.get("vllm_gpu_count")
         facts = self.facts.get(host) or {}
         if facts.get("profile"):
             return facts["profile"], hv.get("vllm_gpu_count") or facts.get("count")
+        if facts:
+            raise FleetError(["host %s: vllm_hardware is not set and the detected GPUs match no hardware profile: %s "
+                              "(set vllm_hardware)" % (host, facts.get("profile_reason") or "vendor %s" % facts.get("vendor"))])
         raise FleetError(["host %s: vllm_hardware is not set and no detected GPU profile is known "
                           "(set vllm_hardware to a taxonomy profile id, e.g. h200, or gather GPU facts first)" % host])
+
+    def gpu_fact_problems(self, host, plan, variant):
+        """Declared versus detected hardware, and the VRAM fit on the host's real memory."""
+        facts = self.facts.get(host) or {}
+        if not facts or not facts.get("vendor"):
+            return []
+        out = []
+        hv = self.vars(host)
+        seen = "%s x%s" % (facts.get("product") or facts.get("vendor"), facts.get("count"))
+        declared = hv.get("vllm_hardware")
+        if facts.get("vendor") == "none":
+            out.append("host %s: vllm_hardware=%s but no GPU was detected on the host" % (host, declared or plan["hardware"]))
+            return out
+        if declared and facts.get("profile") and facts["profile"] != declared:
+            out.append("host %s: vllm_hardware=%s but the host's GPUs match %s (%s)" % (host, declared, facts["profile"], seen))
+        elif declared and not facts.get("profile"):
+            out.append("host %s: vllm_hardware=%s but the detected GPUs (%s) match no profile: %s" % (
+                host, declared, seen, facts.get("profile_reason")))
+        count = facts.get("count")
+        if isinstance(count, int) and count and plan["gpu_count"] > count:
+            out.append("host %s: the plan uses %d GPUs per node but the host has %d (%s); set vllm_gpu_count: %d" % (
+                host, plan["gpu_count"], count, seen, count))
+        total = facts.get("memory_total_mib")
+        need = variant.get("vram_minimum_gb")
+        if isinstance(total, (int, float)) and isinstance(need, (int, float)) and plan["deploy_type"] == "single_node":
+            have_gb = total * 1048576 / 1e9
+            if need > have_gb:
+                out.append("host %s: variant %s needs %s GB of GPU memory but the host has %.0f GB (%s, %d MiB)" % (
+                    host, plan["variant"], need, have_gb, seen, total))
+        return out
 
     def replica_members(self, host, hv):
         """(group name, members ordered by rank) of a host's replica, or (None, [host])."""
@@ -453,6 +487,7 @@ class Fleet(object):
             out.append("host %s: replica %s needs vllm_cluster_interface (the NIC for NCCL/GLOO, e.g. ens1f0)" % (host, plan["replica"]))
         if plan["unbound_placeholders"] and "IFACE_NAME" not in plan["unbound_placeholders"]:
             out.append("host %s: unbound placeholders %s" % (host, ", ".join("$" + p for p in plan["unbound_placeholders"])))
+        out.extend(self.gpu_fact_problems(host, plan, variant))
         if plan["role"] != "router":
             out.extend("%s: %s" % (where, p) for p in flag_problems(plan))
         return out
