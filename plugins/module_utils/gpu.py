@@ -1237,6 +1237,14 @@ def gather(run, tools, sysfs_root="/sys", dgx_release_path="/etc/dgx-release", m
                     entry["message"] or entry["status"]))
         if result["source"] == "sysfs" and warnings:
             warnings.append("facts come from sysfs (PCI ids): no memory size, driver or runtime versions")
+    else:
+        # No GPU anywhere, yet a GPU tool is installed and failed: worth saying (a broken or
+        # half-removed driver stack looks like this).
+        for entry in failures:
+            if entry["status"] == "failed":
+                warnings.append("%s is installed but failed (%s%s) and sysfs shows no GPU" % (
+                    entry["command"] or entry["source"], "rc %s: " % entry["rc"] if entry["rc"] is not None else "",
+                    entry["message"] or entry["status"]))
     _attempt(tried, "sysfs", os.path.join(sysfs_root or "/sys", "bus", "pci", "devices"), None,
              "ok" if scan["available"] else "missing",
              message="%d PCI devices, %d GPUs, %d NVSwitches" % (scan["devices_scanned"], len(scan["gpus"]),

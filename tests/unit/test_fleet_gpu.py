@@ -49,3 +49,15 @@ def test_real_gpu_count_and_vram_checks():
     assert any("host small: the plan uses 8 GPUs per node but the host has 1" in p and "vllm_gpu_count: 1" in p for p in problems)
     assert any("host tiny: variant default needs 84 GB of GPU memory but the host has 42 GB" in p for p in problems)
     assert not any(p.startswith("host tiny: the plan uses") for p in problems)
+
+
+def test_failing_tool_without_any_gpu_is_a_warning(tmp_path):
+    from ansible_collections.llmfleet.vllm.plugins.module_utils import gpu
+    msg = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
+    tool = tmp_path / "nvidia-smi"
+    tool.write_text("#!/bin/sh\nexit 9\n")
+    tool.chmod(0o755)
+    facts = gpu.gather(lambda argv: (9, msg, ""), {"nvidia-smi": str(tool)},
+                       sysfs_root=str(tmp_path / "no-sysfs"), dgx_release_path=None, meminfo_path=None, cpu_arch="x86_64")
+    assert facts["vendor"] == "none" and facts["count"] == 0
+    assert any("is installed but failed (rc 9" in w and "sysfs shows no GPU" in w for w in facts["warnings"])
