@@ -50,7 +50,7 @@ PLAN_ARGS   ?=
 PARITY_ARGS ?=
 BENCH_ARGS  ?=
 
-.PHONY: help setup lint sanity unit parity bench test pytest plan images build clean distclean
+.PHONY: help setup lint sanity unit parity bench test pytest plan images molecule build clean distclean
 
 help:
 	@echo "make setup     create/refresh .venv and .collections (idempotent; every target runs it)"
@@ -62,6 +62,7 @@ help:
 	@echo "make test      setup + lint + sanity + pytest tests (CI runs this; ends with pytest's summary line)"
 	@echo "make plan      ansible-playbook -i inventories/example playbooks/plan.yml (PLAN_ARGS=...)"
 	@echo "make images    build the local Debian systemd test host images (tests/images/build.sh)"
+	@echo "make molecule  one molecule scenario (S=gpu_facts) or all, on systemd container hosts"
 	@echo "make build     ansible-galaxy collection build into .work/dist"
 	@echo "make clean     remove .work, tests/output, caches; distclean also removes .venv and .collections"
 
@@ -111,6 +112,11 @@ plan: setup
 
 images:
 	bash $(ROOT)/tests/images/build.sh
+
+# One molecule scenario of extensions/molecule, e.g. `make molecule S=gpu_facts` (S unset: all).
+S ?=
+molecule: setup images
+	cd $(ROOT) && if [ -n "$(S)" ]; then $(BIN)/molecule test -s $(S); else $(BIN)/molecule test --all; fi
 
 build: setup
 	cd $(ROOT) && $(BIN)/ansible-galaxy collection build --force --output-path $(WORK)/dist
