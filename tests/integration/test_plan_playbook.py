@@ -1,0 +1,251 @@
+# -*- coding: utf-8 -*-
+"""`playbooks/plan.yml` over the embedded example fleet (issue 3 §4, §5 and "Done when").
+
+One real ``ansible-playbook -i inventories/example playbooks/plan.yml`` run (module scope, JSON
+stdout callback) plus a second one for idempotence. For every host of the example inventory the
+plan files are compared with what the resolver gives for the same inputs, computed in-process,
+and, where the upstream builder rendered the same (variant, hardware, strategy, node count),
+with the golden rendering after placeholder binding.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.llmfleet.vllm.plugins.module_utils.catalog import get_catalog
+from ansible_collections.llmfleet.vllm.plugins.module_utils.fleet import Fleet, bind, served_names
+from ansible_collections.llmfleet.vllm.plugins.module_utils.resolver import Resolver, format_command, shell_quote
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+BIN = pathlib.Path(sys.executable).parent
+GOLDEN = "seed_qwen3.6-35b-a3b_json_api_renderings.jsonl.gz"
+PLAN_FILES = ("argv.json", "command.sh", "env.json", "image.txt", "plan.json")
+
+
+def tool(name):
+    path = BIN / name
+    if path.exists():
+        return str(path)
+    found = shutil.which(name)
+    if not found:
+        pytest.skip("%s is not installed (make setup)" % name)
+    return found
+
+
+JSON_CALLBACK = "ansible.posix.json"  # ansible-core's own json callback moved to ansible.posix (make setup installs it)
+
+
+def ansible_env(tmp, callback=None):
+    env = dict(os.environ)
+    env.update(
+        PATH="%s%s%s" % (BIN, os.pathsep, env.get("PATH", "")),
+        ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"),
+        ANSIBLE_HOME=str(tmp / "ansible-home"),
+        ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-tmp"),
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_FORCE_COLOR="0",
+        ANSIBLE_RETRY_FILES_ENABLED="0",
+        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
+    )
+    if callback:
+        if callback == JSON_CALLBACK and not (REPO / ".collections" / "ansible_collections" / "ansible" / "posix").is_dir():
+            pytest.skip("ansible.posix (the json stdout callback) is not in .collections: run make setup")
+        env["ANSIBLE_STDOUT_CALLBACK"] = callback
+    return env
+
+
+def run(argv, tmp, callback=None):
+    return subprocess.run(argv, cwd=str(tmp), env=ansible_env(tmp, callback), capture_output=True, text=True, check=False,
+                          timeout=300)
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory):
+    """Two plan runs over inventories/example, the inventory as Ansible sees it, and the plan dir."""
+    tmp = tmp_path_factory.mktemp("plan")
+    plan_dir = tmp / "plan"
+    argv = [tool("ansible-playbook"), "-i", str(REPO / "inventories" / "example"), str(REPO / "playbooks" / "plan.yml"),
+            "-e", "vllm_plan_dir=%s" % plan_dir]
+    first = run(argv, tmp, JSON_CALLBACK)
+    assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-4000:]
+    mtimes = dict((str(p), p.stat().st_mtime_ns) for p in plan_dir.rglob("*") if p.is_file())
+    second = run(argv, tmp, JSON_CALLBACK)
+    assert second.returncode == 0, second.stdout[-4000:] + second.stderr[-4000:]
+    inv = run([tool("ansible-inventory"), "-i", str(REPO / "inventories" / "example"), "--list"], tmp)
+    assert inv.returncode == 0, inv.stderr
+    inventory = json.loads(inv.stdout)
+    hostvars = inventory.pop("_meta")["hostvars"]
+    groups = dict((g, list(v.get("hosts", []))) for g, v in inventory.items())
+    groups["all"] = sorted(hostvars)
+    return {"first": json.loads(first.stdout), "second": json.loads(second.stdout), "mtimes": mtimes,
+            "plan_dir": plan_dir, "hostvars": hostvars, "groups": groups}
+
+
+def read_plan(example, host):
+    d = example["plan_dir"] / host
+    return {"argv": json.loads((d / "argv.json").read_text()), "env": json.loads((d / "env.json").read_text()),
+            "command.sh": (d / "command.sh").read_text(), "image": (d / "image.txt").read_text(),
+            "plan": json.loads((d / "plan.json").read_text())}
+
+
+def expected_from_resolver(example, host):
+    """The resolver's node for this host, computed from the inventory inputs without the Fleet class.
+
+    Returns (argv, env, image, bindings, served-name tail, (variant, hardware, strategy, node_count), rank).
+    """
+    hv = example["hostvars"][host]
+    resolver = Resolver(get_catalog(None))
+    tail = ["--served-model-name"] + served_names(hv["vllm_served_model_name"]) if hv.get("vllm_served_model_name") else []
+    replica = hv.get("vllm_replica")
+    if replica:
+        members = sorted(example["groups"][replica])  # rank = position by inventory hostname
+        rank, node_count = members.index(host), len(members)
+        head = example["hostvars"][members[0]]
+        mapping = {"HEAD_IP": head.get("vllm_cluster_address") or head.get("ansible_host") or members[0],
+                   "IFACE_NAME": hv["vllm_cluster_interface"]}
+    else:
+        rank, node_count, mapping = 0, 1, {}
+    sel = resolver.select(hv["vllm_recipe"], hv.get("vllm_variant"), hv["vllm_hardware"], hv.get("vllm_strategy"),
+                          node_count if replica else None, hv.get("vllm_gpu_count"))
+    dep = resolver.resolve(hv["vllm_recipe"], variant=sel["variant"], hardware=sel["hardware"],
+                           strategy=sel["strategy"], node_count=node_count, gpu_count=hv.get("vllm_gpu_count"),
+                           extra_args=tail)
+    node = dep["nodes"][rank]
+    argv = [bind(t, mapping) for t in node["argv"]]
+    env = dict((k, bind(v, mapping)) for k, v in node["env"].items())
+    key = (dep["variant"], dep["hardware"], dep["strategy"], dep["node_count"])
+    return argv, env, dep["image"], mapping, tail, key, rank
+
+
+def test_every_example_host_is_planned(example):
+    hosts = sorted(example["hostvars"])
+    assert len(hosts) == 13
+    assert sorted(p.name for p in example["plan_dir"].iterdir()) == hosts
+    for host in hosts:
+        assert sorted(p.name for p in (example["plan_dir"] / host).iterdir()) == sorted(PLAN_FILES)
+
+
+def test_argv_json_equals_the_resolver_for_every_host(example):
+    for host in sorted(example["hostvars"]):
+        files = read_plan(example, host)
+        argv, env, image, mapping, _tail, _key, _rank = expected_from_resolver(example, host)
+        assert files["argv"] == argv, host
+        assert files["argv"][:2] == ["vllm", "serve"]
+        assert not [t for t in files["argv"] if "$" in t], host  # bound to real addresses
+        assert files["env"] == env, host
+        assert files["image"] == image + "\n", host
+        assert files["plan"]["bindings"] == mapping, host
+
+
+def test_argv_json_equals_the_fleet_model(example):
+    fleet = Fleet(example["hostvars"], example["groups"])
+    plans, problems = fleet.check(sorted(example["hostvars"]))
+    assert problems == []
+    for host, plan in plans.items():
+        files = read_plan(example, host)
+        assert (files["argv"], files["env"], files["image"]) == (plan["argv"], plan["env"], plan["image"] + "\n")
+
+
+def test_command_sh_agrees_with_argv_and_env(example):
+    for host in sorted(example["hostvars"]):
+        files = read_plan(example, host)
+        text = files["command.sh"]
+        assert text.startswith("#!/bin/sh\n# %s: Qwen/Qwen3.6-35B-A3B " % host)
+        exports = "".join("export %s=%s\n" % (k, shell_quote(v)) for k, v in sorted(files["env"].items()))
+        assert text.endswith(exports + format_command(files["argv"]) + "\n"), host
+        check = subprocess.run(["sh", "-n", str(example["plan_dir"] / host / "command.sh")], capture_output=True, text=True, check=False)
+        assert check.returncode == 0, check.stderr
+
+
+def test_roles_of_the_example_fleet(example):
+    roles = dict((h, (read_plan(example, h)["plan"]["role"], read_plan(example, h)["plan"]["rank"])) for h in example["hostvars"])
+    assert roles["b200-01"] == ("head", 0) and roles["b200-02"] == ("worker", 1)
+    assert roles["h200-dep-01"] == ("head", 0) and roles["h200-dep-02"] == ("worker", 1)
+    assert all(r == ("single", 0) for h, r in roles.items() if not h.startswith(("b200-", "h200-dep-")))
+    worker = read_plan(example, "b200-02")["argv"]
+    assert worker[worker.index("--master-addr") + 1] == "192.0.2.61"
+    dep = read_plan(example, "h200-dep-02")["argv"]
+    assert dep[dep.index("--data-parallel-address") + 1] == "192.0.2.71"
+    assert read_plan(example, "h100-02")["plan"]["gpu_count"] == 4  # D6
+
+
+def test_golden_rendering_after_binding(example, shared_dir):
+    """Where the upstream builder rendered the same (variant, hardware, strategy, node_count) with default
+    features, our argv matches its argv once its $HEAD_IP/$IFACE_NAME are bound to the inventory's values
+    and the `--served-model-name ...` tail is taken off ours: that tail comes from the inventory's
+    vllm_served_model_name, which upstream has no notion of (it is always appended last, so removing the
+    last len(tail) tokens is exact). Hosts with vllm_gpu_count differ on purpose (deviation D6) and are
+    not compared."""
+    golden = {}
+    with gzip.open(str(shared_dir / "golden" / GOLDEN), "rt") as handle:
+        for line in handle:
+            rec = json.loads(line)
+            if rec["deploy_type"] in ("single_node", "multi_node"):
+                golden.setdefault((rec["variant"], rec["hardware"], rec["strategy"], rec["node_count"]), []).append(rec)
+    compared = []
+    for host in sorted(example["hostvars"]):
+        if example["hostvars"][host].get("vllm_gpu_count"):
+            continue
+        files = read_plan(example, host)
+        _argv, _env, _image, mapping, tail, key, rank = expected_from_resolver(example, host)
+        records = golden.get(key)
+        if not records:
+            continue
+        assert tail and files["argv"][-len(tail):] == tail, host
+        ours = files["argv"][:-len(tail)]
+        for rec in records:
+            if rec["deploy_type"] == "single_node":
+                theirs = rec["argv"]
+            else:
+                theirs = rec["head_argv"] if rank == 0 else rec["worker_argvs"][rank - 1]
+            assert ours == [bind(t, mapping) for t in theirs], host
+            assert files["env"] == dict((k, bind(v, mapping)) for k, v in rec["env"].items()), host
+            assert files["image"] == rec["docker_image"] + "\n", host
+        compared.append(host)
+    # every host but the D6 one has a golden rendering
+    assert compared == sorted(h for h in example["hostvars"] if h != "h100-02")
+
+
+def test_plan_play_prints_role_command_env_image_and_provenance(example):
+    plan_play = next(p for p in example["first"]["plays"] if p["play"]["name"].startswith("Plan |"))
+    show = next(t for t in plan_play["tasks"] if t["task"]["name"] == "Plan | show the plan of each host")
+    assert sorted(show["hosts"]) == sorted(example["hostvars"])
+    for host, result in show["hosts"].items():
+        files = read_plan(example, host)
+        msg = result["msg"]
+        plan = files["plan"]
+        assert msg["role"].split()[0] == plan["role"]
+        if plan["replica"]:
+            assert "rank %d of replica %s" % (plan["rank"], plan["replica"]) in msg["role"]
+        assert "\n".join(msg["command"]) == format_command(files["argv"])
+        assert msg["env"] == files["env"]
+        assert msg["image"] + "\n" == files["image"]
+        assert msg["provenance"][0].startswith("host=%s role=%s" % (host, plan["role"]))
+        assert len([ln for ln in msg["provenance"] if " <- " in ln]) >= len(plan["args_provenance"])
+
+
+def plan_task(out):
+    """Per-host results of the plan play's fleet_plan task (run_once: one host)."""
+    play = next(p for p in out["plays"] if p["play"]["name"].startswith("Plan |"))
+    return next(t for t in play["tasks"] if t["task"]["name"] == "Plan | resolve every host and write the plan files")["hosts"]
+
+
+def test_first_run_writes_every_file_second_run_changes_nothing(example):
+    first_plan = plan_task(example["first"])
+    (result,) = first_plan.values()
+    assert result["changed"] is True
+    assert len(result["written"]) == len(PLAN_FILES) * 13
+    second_plan = plan_task(example["second"])
+    (again,) = second_plan.values()
+    assert again["changed"] is False and again["written"] == []
+    assert all(s["changed"] == 0 and s["failures"] == 0 for s in example["second"]["stats"].values())
+    mtimes = dict((str(p), p.stat().st_mtime_ns) for p in example["plan_dir"].rglob("*") if p.is_file())
+    assert mtimes == example["mtimes"]

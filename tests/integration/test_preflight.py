@@ -1,0 +1,238 @@
+# -*- coding: utf-8 -*-
+"""`playbooks/preflight.yml` and `playbooks/plan.yml` on a broken inventory (issue 3 §3).
+
+One inventory written to a temp dir holds one broken host or replica per error class of §3, plus
+a valid host. Preflight runs once (JSON callback, for the exact problem list) and plan.yml once
+(default callback, for what a user reads); both must fail, report every problem in that one run,
+and plan.yml must write nothing (zero hosts changed).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+BIN = pathlib.Path(sys.executable).parent
+BUILTIN = REPO / "data" / "recipes"
+SEED = "Qwen/Qwen3.6-35B-A3B"
+
+
+def tool(name):
+    path = BIN / name
+    if path.exists():
+        return str(path)
+    found = shutil.which(name)
+    if not found:
+        pytest.skip("%s is not installed (make setup)" % name)
+    return found
+
+
+JSON_CALLBACK = "ansible.posix.json"  # ansible-core's own json callback moved to ansible.posix (make setup installs it)
+
+
+def ansible_env(tmp, callback=None):
+    env = dict(os.environ)
+    env.update(
+        PATH="%s%s%s" % (BIN, os.pathsep, env.get("PATH", "")),
+        ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"),
+        ANSIBLE_HOME=str(tmp / "ansible-home"),
+        ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-tmp"),
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_FORCE_COLOR="0",
+        ANSIBLE_RETRY_FILES_ENABLED="0",
+        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
+    )
+    if callback:
+        if callback == JSON_CALLBACK and not (REPO / ".collections" / "ansible_collections" / "ansible" / "posix").is_dir():
+            pytest.skip("ansible.posix (the json stdout callback) is not in .collections: run make setup")
+        env["ANSIBLE_STDOUT_CALLBACK"] = callback
+    return env
+
+
+def run(argv, tmp, callback=None):
+    return subprocess.run(argv, cwd=str(tmp), env=ansible_env(tmp, callback), capture_output=True, text=True, check=False,
+                          timeout=300)
+
+
+def small_tree(tmp):
+    """The seed recipe with strategy_min_gpus multi_node_tep: 32 (a 2 x 8-GPU replica is too small)."""
+    recipe = yaml.safe_load((BUILTIN / "models" / "Qwen" / "Qwen3.6-35B-A3B.yaml").read_text())
+    recipe = copy.deepcopy(recipe)
+    recipe["strategy_min_gpus"] = {"multi_node_tep": 32}
+    tree = tmp / "tree"
+    (tree / "models" / "Qwen").mkdir(parents=True)
+    (tree / "models" / "Qwen" / "Qwen3.6-35B-A3B.yaml").write_text(yaml.safe_dump(recipe, sort_keys=False))
+    return [str(BUILTIN), str(tree)]
+
+
+def replica(name, members, **common):
+    common.setdefault("vllm_cluster_interface", "ens1f0")
+    common.update(vllm_replica=name)
+    return {"hosts": dict((m, dict(v)) for m, v in members.items()), "vars": common}
+
+
+def broken_inventory(tmp):
+    return {"all": {
+        "vars": {"vllm_recipe": SEED, "vllm_hardware": "h200"},
+        "hosts": {
+            "good-01": {"ansible_host": "198.51.100.1"},
+            "u-recipe": {"vllm_recipe": "Qwen/Qwen3.6-35B-A3X"},
+            "u-variant": {"vllm_variant": "fp9"},
+            "u-hardware": {"vllm_hardware": "h2000"},
+            "u-strategy": {"vllm_strategy": "single_node_tpx"},
+            "u-feature": {"vllm_features": ["tool_calling", "toolcalling"]},
+            "u-mode": {"vllm_features": {"spec_decoding": True}, "vllm_feature_modes": {"spec_decoding": "mtpx"}},
+            "nofit-5090": {"vllm_hardware": "rtx_5090", "vllm_variant": "default"},
+            "fp4-h100": {"vllm_hardware": "h100", "vllm_variant": "nvfp4"},
+            "excl": {"vllm_features": ["text_only", "encoder_parallel"]},
+            "badflag": {"vllm_extra_args": ["--no-such-flag", "1"]},
+            "badtype": {"vllm_port": "80"},
+        },
+        "children": {
+            # a strategy the recipe does not offer (not in its compatible_strategies)
+            "r_tpdp": replica("r_tpdp", {"tpdp-1": {}, "tpdp-2": {}}, vllm_strategy="multi_node_tp_dp"),
+            # a strategy offered by the recipe but not on this hardware (rtx_5090 cannot scale out)
+            "r_5090": replica("r_5090", {"g5090-1": {}, "g5090-2": {}}, vllm_strategy="multi_node_tp",
+                              vllm_hardware="rtx_5090", vllm_variant="nvfp4"),
+            # replica sizes the strategy cannot use: one node (D3), 2 x 8 GPUs where 32 are needed
+            "r_one": replica("r_one", {"one-1": {}}, vllm_strategy="multi_node_tp"),
+            "r_small": replica("r_small", {"small-1": {}, "small-2": {}}, vllm_strategy="multi_node_tep",
+                               vllm_recipes_path=small_tree(tmp)),
+            # mixed hardware, and members disagreeing on the variant
+            "r_mixed": replica("r_mixed", {"mixed-1": {}, "mixed-2": {"vllm_hardware": "b200"}},
+                               vllm_strategy="multi_node_tp"),
+            "r_disagree": replica("r_disagree", {"dis-1": {"vllm_variant": "default"}, "dis-2": {"vllm_variant": "fp8"}},
+                                  vllm_strategy="multi_node_dep"),
+            # ranks set on some members only; no cluster interface
+            "r_rank": replica("r_rank", {"rank-1": {"vllm_node_rank": 0}, "rank-2": {}}, vllm_strategy="multi_node_tp"),
+            "r_noiface": {"hosts": {"noiface-1": {}, "noiface-2": {}},
+                          "vars": {"vllm_replica": "r_noiface", "vllm_strategy": "multi_node_tp"}},
+        },
+    }}
+
+
+BROKEN_HOSTS = ["u-recipe", "u-variant", "u-hardware", "u-strategy", "u-feature", "u-mode", "nofit-5090", "fp4-h100",
+                "excl", "badflag", "badtype", "tpdp-1", "tpdp-2", "g5090-1", "g5090-2", "one-1", "small-1", "small-2",
+                "noiface-1", "noiface-2"]
+BROKEN_REPLICAS = ["r_mixed", "r_disagree"]
+
+
+@pytest.fixture(scope="module")
+def broken(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("preflight")
+    inv = tmp / "hosts.yml"
+    inv.write_text(yaml.safe_dump(broken_inventory(tmp), sort_keys=False))
+    plan_dir = tmp / "plan"
+    pre = run([tool("ansible-playbook"), "-i", str(inv), str(REPO / "playbooks" / "preflight.yml")], tmp,
+              JSON_CALLBACK)
+    plan = run([tool("ansible-playbook"), "-i", str(inv), str(REPO / "playbooks" / "plan.yml"),
+                "-e", "vllm_plan_dir=%s" % plan_dir], tmp)
+    out = json.loads(pre.stdout)
+    task = next(t for t in out["plays"][0]["tasks"] if t["task"]["name"].startswith("Preflight | resolve and check"))
+    (result,) = task["hosts"].values()
+    return {"pre": pre, "result": result, "problems": result["problems"], "plan": plan, "plan_dir": plan_dir}
+
+
+def problem(broken, start, *parts):
+    """The one problem starting with ``start`` (a host or replica prefix), checked to contain ``parts``."""
+    found = [p for p in broken["problems"] if p.startswith(start) and all(x in p for x in parts)]
+    assert found, "no problem starting %r with %r in:\n%s" % (start, parts, "\n".join(broken["problems"]))
+    return found[0]
+
+
+def test_preflight_fails_and_reports_every_problem_at_once(broken):
+    assert broken["pre"].returncode != 0
+    result = broken["result"]
+    assert result["failed"] is True
+    assert result["msg"].startswith("preflight found %d problem(s) in the inventory; no host was changed:\n- "
+                                    % len(broken["problems"]))
+    for host in BROKEN_HOSTS:
+        assert [p for p in broken["problems"] if p.startswith(("host %s:" % host, "host %s " % host))], host
+    for name in BROKEN_REPLICAS:
+        assert [p for p in broken["problems"] if p.startswith("replica %s:" % name)], name
+    assert [p for p in broken["problems"] if "vllm_node_rank" in p and "rank-1" in p]
+    assert not [p for p in broken["problems"] if "good-01" in p]
+    assert len(broken["problems"]) == len(set(broken["problems"]))
+
+
+@pytest.mark.parametrize("host, kind, bad, valid", [
+    ("u-recipe", "recipe", "Qwen/Qwen3.6-35B-A3X", "valid: Qwen/Qwen3.6-35B-A3B"),
+    ("u-variant", "variant", "fp9", "valid: default, fp8, nvfp4, redhat_fp8, redhat_fp8_plain, redhat_nvfp4"),
+    ("u-hardware", "hardware profile", "h2000", "valid: arc_pro_b60, arc_pro_b70, ascend_950pr, b200,"),
+    ("u-strategy", "strategy", "single_node_tpx", "single_node_tep, single_node_tp"),
+    ("u-feature", "feature", "toolcalling",
+     "valid: encoder_parallel, long_context, reasoning, spec_decoding, text_only, tool_calling"),
+    ("u-mode", "mode", "mtpx", "valid: dspark, mtp"),
+])
+def test_unknown_ids_list_the_valid_choices(broken, host, kind, bad, valid):
+    problem(broken, "host %s: " % host, "unknown %s '%s'" % (kind, bad), valid)
+
+
+def test_variant_that_does_not_fit_a_non_scalable_profile(broken):
+    problem(broken, "host nofit-5090 (Qwen/Qwen3.6-35B-A3B default on rtx_5090): ",
+            "variant default needs 84 GB but rtx_5090 has 32 GB and cannot scale out", "a variant that fits: nvfp4")
+
+
+def test_nvfp4_on_hopper(broken):
+    problem(broken, "host fp4-h100 (Qwen/Qwen3.6-35B-A3B nvfp4 on h100): ",
+            "precision nvfp4 needs NVIDIA blackwell, but h100 is NVIDIA hopper")
+
+
+def test_strategy_not_offered(broken):
+    for host in ("tpdp-1", "tpdp-2"):
+        problem(broken, "host %s (Qwen/Qwen3.6-35B-A3B default on h200): " % host,
+                "strategy multi_node_tp_dp is not offered on h200; valid: single_node_tp")
+    for host in ("g5090-1", "g5090-2"):
+        problem(broken, "host %s (Qwen/Qwen3.6-35B-A3B nvfp4 on rtx_5090): " % host,
+                "strategy multi_node_tp is not offered on rtx_5090; valid: single_node_tp, single_node_tep, single_node_dep")
+
+
+def test_replica_size_the_strategy_cannot_use(broken):
+    problem(broken, "host one-1: ", "multi_node_tp needs at least 2 nodes, got 1")
+    problem(broken, "host small-1 (Qwen/Qwen3.6-35B-A3B default on h200): ",
+            "replica r_small has 2 nodes x 8 GPUs but multi_node_tep needs at least 32 GPUs")
+
+
+def test_replica_with_mixed_hardware_or_disagreeing_members(broken):
+    problem(broken, "replica r_mixed: ", 'members disagree on vllm_hardware (mixed-1="h200", mixed-2="b200")')
+    problem(broken, "replica r_disagree: ", 'members disagree on vllm_variant (dis-1="default", dis-2="fp8")')
+
+
+def test_replica_ranks_and_cluster_interface(broken):
+    problem(broken, "replica members rank-1 set vllm_node_rank but rank-2 do not")
+    for host in ("noiface-1", "noiface-2"):
+        problem(broken, "host %s: replica r_noiface needs vllm_cluster_interface" % host)
+
+
+def test_text_only_with_encoder_parallel(broken):
+    problem(broken, "host excl: ", "features text_only and encoder_parallel", "mutually exclusive")
+
+
+def test_type_error_names_host_key_value_and_expectation(broken):
+    problem(broken, 'host badtype: vllm_port="80": expected a positive integer')
+
+
+def test_flag_unknown_to_the_target_vllm_version(broken):
+    problem(broken, "host badflag (Qwen/Qwen3.6-35B-A3B default on h200): ", "--no-such-flag")
+
+
+def test_plan_playbook_changes_no_host(broken):
+    plan = broken["plan"]
+    text = plan.stdout + plan.stderr
+    assert plan.returncode != 0
+    assert not broken["plan_dir"].exists()  # the plan play never ran: no plan/ directory
+    assert "TASK [Plan | resolve every host and write the plan files]" not in text
+    assert "preflight found %d problem(s) in the inventory; no host was changed" % len(broken["problems"]) in text
+    for p in broken["problems"]:  # what the user reads names every problem, in the same run
+        assert p in text, p
+    recap = text[text.index("PLAY RECAP"):]
+    assert "changed=1" not in recap and "changed=0" in recap
