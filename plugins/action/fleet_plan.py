@@ -13,13 +13,31 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.llmfleet.vllm.plugins.module_utils.errors import RecipeError
 from ansible_collections.llmfleet.vllm.plugins.module_utils.fleet import Fleet
+from ansible_collections.llmfleet.vllm.plugins.module_utils.render import explain, shell_command
 from ansible_collections.llmfleet.vllm.plugins.plugin_utils.inventory_view import HostvarsView, to_plain
 
 ARGSPEC = dict(
     hosts=dict(type="list", elements="str"),
+    scope=dict(type="str", default="inventory", choices=["inventory", "play"]),
     dest=dict(type="path"),
+    report=dict(type="bool", default=False),
+    return_plans=dict(type="bool", default=True),
     fail_on_problems=dict(type="bool", default=True),
 )
+
+
+def report_of(plan):
+    """What plan.yml prints for a host: role, image, command lines, env, provenance lines."""
+    role = plan["role"]
+    if plan["replica"]:
+        role += " rank %d of replica %s" % (plan["rank"], plan["replica"])
+    return {
+        "role": role,
+        "image": plan["image"],
+        "command": shell_command(plan).split("\n"),
+        "env": plan["env"],
+        "provenance": explain(plan),
+    }
 
 
 def plan_files(plan):
@@ -69,13 +87,20 @@ class ActionModule(ActionBase):
         hostvars = task_vars.get("hostvars")
         groups = to_plain(task_vars.get("groups") or {})
         hosts = args.get("hosts") or to_plain(task_vars.get("ansible_play_hosts_all") or [])
-        view = HostvarsView(hostvars, groups.get("all") or hosts)
-        serving = [h for h in hosts if view.get(h, {}).get("vllm_recipe")]
+        everyone = groups.get("all") or hosts
+        view = HostvarsView(hostvars, everyone)
+        # Validate the whole inventory (scope=inventory) so that a run limited with -l cannot
+        # start while another part of the fleet is broken; plan files and the report cover the
+        # play's hosts only.
+        checked = everyone if args["scope"] == "inventory" else hosts
+        serving = [h for h in checked if view.get(h, {}).get("vllm_recipe")]
         fleet = Fleet(view, groups, facts=view.facts())
         try:
             plans, problems = fleet.check(serving)
         except RecipeError as exc:  # pragma: no cover - check() collects per host
             raise AnsibleActionFail(str(exc))
+        in_play = set(hosts)
+        plans = dict((h, p) for h, p in plans.items() if h in in_play)
         written = []
         if args.get("dest"):
             dest = os.path.abspath(os.path.expanduser(args["dest"]))
@@ -86,16 +111,21 @@ class ActionModule(ActionBase):
                         written.append(path)
         result.update(
             changed=bool(written),
-            plans=plans,
             problems=problems,
             warnings_by_host=dict((h, p["warnings"]) for h, p in plans.items() if p["warnings"]),
             written=written,
             planned=len(plans),
+            checked=len(serving),
         )
+        if args["return_plans"]:
+            result["plans"] = plans
+        if args["report"]:
+            result["report"] = dict((h, report_of(plans[h])) for h in sorted(plans))
         if problems and args["fail_on_problems"]:
             result["failed"] = True
             result["msg"] = "preflight found %d problem(s) in the inventory; no host was changed:\n- %s" % (
                 len(problems), "\n- ".join(problems))
         else:
-            result["msg"] = "planned %d vLLM host(s)%s" % (len(plans), "; %d problem(s)" % len(problems) if problems else "")
+            result["msg"] = "checked %d vLLM host(s), planned %d%s" % (
+                len(serving), len(plans), "; %d problem(s)" % len(problems) if problems else "")
         return result

@@ -208,7 +208,13 @@ class _Args(object):
 
     def units(self):
         """§5.7 tokenization: a ``-`` token is a flag, taking the next token as its value
-        unless that one starts with ``-``; anything else is a positional."""
+        unless that one starts with ``-``; anything else is a positional.
+
+        Further non-dash tokens right after a flag's value, from the same layer, are more
+        values of that flag (``--served-model-name a b``): they travel with the flag, so a
+        later occurrence replaces all of them. Positionals from another layer stay positionals
+        (upstream keeps them; the corpus has none).
+        """
         toks = self.tokens
         srcs = self.sources
         out = []
@@ -218,14 +224,27 @@ class _Args(object):
             tok = toks[i]
             if tok[0] == "-":
                 if i + 1 < n and toks[i + 1][0] != "-":
-                    out.append((tok, toks[i + 1], srcs[i]))
-                    i += 2
+                    j = i + 2
+                    while j < n and toks[j][0] != "-" and srcs[j] == srcs[i]:
+                        j += 1
+                    out.append((tok, toks[i + 1], srcs[i], toks[i + 2:j] if j > i + 2 else None))
+                    i = j
                     continue
-                out.append((tok, None, srcs[i]))
+                out.append((tok, None, srcs[i], None))
             else:
-                out.append((None, tok, srcs[i]))
+                out.append((None, tok, srcs[i], None))
             i += 1
         return out
+
+
+def _unit_tokens(unit):
+    flag, value, _source, extra = unit
+    if flag is None:
+        return [value]
+    toks = [flag] if value is None else [flag, value]
+    if extra:
+        toks.extend(extra)
+    return toks
 
 
 def dedupe(units):
@@ -254,17 +273,11 @@ def dedupe(units):
     args = []
     prov = []
     for unit, replaced in keep:
-        flag, value, source = unit
-        if flag is None and prov and prov[-1]["source"] == source:
-            # an extra value of a multi-value flag (--served-model-name a b): one unit for display
-            args.append(value)
-            prov[-1]["arg"].append(value)
-            continue
-        toks = [value] if flag is None else ([flag] if value is None else [flag, value])
+        toks = _unit_tokens(unit)
         args.extend(toks)
-        rec = {"arg": toks, "source": source}
+        rec = {"arg": toks, "source": unit[2]}
         if replaced:
-            rec["replaced"] = [{"arg": [r[0]] if r[1] is None else [r[0], r[1]], "source": r[2]} for r in reversed(replaced)]
+            rec["replaced"] = [{"arg": _unit_tokens(r), "source": r[2]} for r in reversed(replaced)]
         prov.append(rec)
     return args, prov
 

@@ -24,9 +24,24 @@ description:
   - Use it with C(run_once=true); the result is registered for every host of the play.
 options:
   hosts:
-    description: Hosts to plan. Default is every host of the play (C(ansible_play_hosts_all)) that sets C(vllm_recipe).
+    description: Hosts to plan (plan files, O(report), RV(plans)). Default is every host of the play (C(ansible_play_hosts_all)).
     type: list
     elements: str
+  scope:
+    description:
+      - Which hosts are validated. V(inventory) checks every host of the inventory that sets C(vllm_recipe),
+        so a run limited with C(-l) cannot start while another part of the fleet is broken; V(play) checks the planned hosts only.
+    type: str
+    choices: [inventory, play]
+    default: inventory
+  report:
+    description: Also return RV(report), a compact per-host summary (role, image, command lines, env, provenance lines).
+    type: bool
+    default: false
+  return_plans:
+    description: Return the full per-host plans in RV(plans). Turn it off for large fleets when only the check or the files matter.
+    type: bool
+    default: true
   dest:
     description: Directory for the per-host plan files. Nothing is written when unset.
     type: path
@@ -72,8 +87,20 @@ EXAMPLES = r"""
 RETURN = r"""
 plans:
   description: Inventory hostname -> host plan (the same dict the C(llmfleet.vllm.recipe) lookup returns).
-  returned: always
+  returned: when O(return_plans=true)
   type: dict
+report:
+  description: Inventory hostname -> C(role), C(image), C(command) (lines), C(env) and C(provenance) (lines).
+  returned: when O(report=true)
+  type: dict
+checked:
+  description: Number of vLLM hosts validated.
+  returned: always
+  type: int
+planned:
+  description: Number of hosts planned.
+  returned: always
+  type: int
 problems:
   description: Every problem found, one message each, naming the host, the variable or id, the bad value and the valid choices.
   returned: always

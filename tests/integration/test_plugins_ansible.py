@@ -305,7 +305,7 @@ def test_lookup_error_names_the_problem(play):
     ("filter", "llmfleet.vllm.container_argv",
      ["_input", "engine", "name", "hf_cache", "env_file", "inline_env", "network", "extra_args", "detach", "remove"]),
     ("filter", "llmfleet.vllm.explain", ["_input"]),
-    ("module", "llmfleet.vllm.fleet_plan", ["hosts", "dest", "fail_on_problems"]),
+    ("module", "llmfleet.vllm.fleet_plan", ["hosts", "scope", "dest", "report", "return_plans", "fail_on_problems"]),
 ])
 def test_ansible_doc(tmp_path, kind, name, options):
     proc = run([tool("ansible-doc"), "-t", kind, "--json", name], tmp_path)

@@ -137,7 +137,7 @@ def broken(tmp_path_factory):
     plan = run([tool("ansible-playbook"), "-i", str(inv), str(REPO / "playbooks" / "plan.yml"),
                 "-e", "vllm_plan_dir=%s" % plan_dir], tmp)
     out = json.loads(pre.stdout)
-    task = next(t for t in out["plays"][0]["tasks"] if t["task"]["name"].startswith("Preflight | resolve and check"))
+    task = next(t for p in out["plays"] for t in p["tasks"] if t["task"]["name"].startswith("Preflight | resolve and check"))
     (result,) = task["hosts"].values()
     return {"pre": pre, "result": result, "problems": result["problems"], "plan": plan, "plan_dir": plan_dir}
 
@@ -236,3 +236,17 @@ def test_plan_playbook_changes_no_host(broken):
         assert p in text, p
     recap = text[text.index("PLAY RECAP"):]
     assert "changed=1" not in recap and "changed=0" in recap
+
+
+def test_a_limit_does_not_hide_a_broken_part_of_the_inventory(tmp_path):
+    """Preflight validates the whole inventory: `-l good` still fails on the broken host."""
+    inv = {"all": {"hosts": {
+        "good": {"vllm_recipe": SEED, "vllm_hardware": "h200"},
+        "broken": {"vllm_recipe": SEED, "vllm_hardware": "h300"},
+    }}}
+    path = tmp_path / "hosts.yml"
+    path.write_text(yaml.safe_dump(inv))
+    proc = run([tool("ansible-playbook"), "-i", str(path), str(REPO / "playbooks" / "preflight.yml"), "-l", "good"], tmp_path)
+    assert proc.returncode != 0
+    assert "host broken: unknown hardware profile 'h300'" in proc.stdout
+    assert "problem(s) in the inventory; no host was changed" in proc.stdout

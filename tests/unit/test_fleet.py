@@ -184,10 +184,6 @@ def test_served_model_names(value, names):
     assert "--served-model-name " + " ".join(names) in plan["command"]
 
 
-@pytest.mark.xfail(strict=True, reason="resolver.dedupe: when a later --served-model-name (vllm_served_model_name) "
-                                       "replaces a multi-value one from vllm_extra_args, the replaced unit's extra "
-                                       "value stays behind as a stray positional ('... --mm-encoder-tp-mode data y "
-                                       "--served-model-name z'); preflight only reports it through the flag checker")
 def test_replaced_multi_value_flag_leaves_no_stray_value():
     hv = {"h": host(vllm_extra_args=["--served-model-name", "x", "y"], vllm_served_model_name="z")}
     plan = fleet(hv).plan("h")
@@ -195,10 +191,13 @@ def test_replaced_multi_value_flag_leaves_no_stray_value():
     assert "x" not in plan["argv"] and "y" not in plan["argv"]
 
 
-def test_replaced_multi_value_flag_is_at_least_reported():
+def test_replaced_multi_value_flag_is_replaced_whole():
     hv = {"h": host(vllm_extra_args=["--served-model-name", "x", "y"], vllm_served_model_name="z")}
-    _plans, problems = fleet(hv).check(["h"])
-    assert [p for p in problems if p.startswith("host h ") and "'y'" in p]
+    plans, problems = fleet(hv).check(["h"])
+    assert problems == []
+    prov = [p for p in plans["h"]["args_provenance"] if p["arg"][0] == "--served-model-name"]
+    assert prov == [{"arg": ["--served-model-name", "z"], "source": "inventory",
+                     "replaced": [{"arg": ["--served-model-name", "x", "y"], "source": "inventory"}]}]
 
 
 def test_served_model_name_unset_and_empty():
