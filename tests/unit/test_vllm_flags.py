@@ -643,13 +643,14 @@ def test_listing_parser_counts_are_checked(catalog_tool, tmp_path):
 
 
 def _fake_tree(tmp_path):
-    """The synthetic vLLM source tree, materialized: non-empty ``__init__.py`` files are stored
-    as ``__init__.py.txt`` because ansible-test's empty-init check forbids them in the repo."""
+    """The synthetic vLLM source tree, materialized: its Python files are stored as ``*.py.txt``
+    because they imitate vLLM's layout (non-empty ``__init__.py``, imports kept for discovery),
+    which ansible-test's sanity checks would reject as collection code."""
     tree = tmp_path / "fake_wheel_src"
     if not tree.exists():
         shutil.copytree(str(FIXTURES / "fake_wheel"), str(tree))
-        for path in list(tree.rglob("__init__.py.txt")):
-            path.rename(path.with_name("__init__.py"))
+        for path in list(tree.rglob("*.py.txt")):
+            path.rename(path.with_name(path.name[:-len(".txt")]))
     return tree
 
 
