@@ -12,11 +12,7 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import pathlib
-import shutil
 import subprocess
-import sys
 
 import pytest
 
@@ -24,47 +20,10 @@ from ansible_collections.llmfleet.vllm.plugins.module_utils.catalog import get_c
 from ansible_collections.llmfleet.vllm.plugins.module_utils.fleet import Fleet, bind, served_names
 from ansible_collections.llmfleet.vllm.plugins.module_utils.resolver import Resolver, format_command, shell_quote
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-BIN = pathlib.Path(sys.executable).parent
+from playbook_runner import JSON_CALLBACK, REPO, run, tool
+
 GOLDEN = "seed_qwen3.6-35b-a3b_json_api_renderings.jsonl.gz"
 PLAN_FILES = ("argv.json", "command.sh", "env.json", "image.txt", "plan.json")
-
-
-def tool(name):
-    path = BIN / name
-    if path.exists():
-        return str(path)
-    found = shutil.which(name)
-    if not found:
-        pytest.skip("%s is not installed (make setup)" % name)
-    return found
-
-
-JSON_CALLBACK = "ansible.posix.json"  # ansible-core's own json callback moved to ansible.posix (make setup installs it)
-
-
-def ansible_env(tmp, callback=None):
-    env = dict(os.environ)
-    env.update(
-        PATH="%s%s%s" % (BIN, os.pathsep, env.get("PATH", "")),
-        ANSIBLE_COLLECTIONS_PATH=str(REPO / ".collections"),
-        ANSIBLE_HOME=str(tmp / "ansible-home"),
-        ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-tmp"),
-        ANSIBLE_NOCOLOR="1",
-        ANSIBLE_FORCE_COLOR="0",
-        ANSIBLE_RETRY_FILES_ENABLED="0",
-        ANSIBLE_PYTHON_INTERPRETER=sys.executable,
-    )
-    if callback:
-        if callback == JSON_CALLBACK and not (REPO / ".collections" / "ansible_collections" / "ansible" / "posix").is_dir():
-            pytest.skip("ansible.posix (the json stdout callback) is not in .collections: run make setup")
-        env["ANSIBLE_STDOUT_CALLBACK"] = callback
-    return env
-
-
-def run(argv, tmp, callback=None):
-    return subprocess.run(argv, cwd=str(tmp), env=ansible_env(tmp, callback), capture_output=True, text=True, check=False,
-                          timeout=300)
 
 
 @pytest.fixture(scope="module")
