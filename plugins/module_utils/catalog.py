@@ -97,8 +97,9 @@ def clear_cache():
         _CACHE.clear()
 
 
-def _scan_tree(root):
-    """Return (recipes {id: path}, taxonomy path or None, strategies {name: path})."""
+def scan_tree(root):
+    """Walk a tree in the upstream layout: (recipes {id: path}, taxonomy path or None,
+    strategy files {(folder, file name): path})."""
     recipes = {}
     models = os.path.join(root, "models")
     if os.path.isdir(models):
@@ -145,7 +146,7 @@ class Catalog(object):
         for root in self.paths:
             if not os.path.isdir(root):
                 raise RecipeNotFound("recipe tree %s does not exist (vllm_recipes_path)" % root)
-            recipes, taxonomy, strategies = _scan_tree(root)
+            recipes, taxonomy, strategies = scan_tree(root)
             if not (recipes or taxonomy or strategies):
                 raise RecipeNotFound(
                     "recipe tree %s has none of models/, taxonomy.yaml, strategies/ or kv_store/ "

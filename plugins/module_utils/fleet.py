@@ -42,7 +42,7 @@ import re
 
 from .catalog import get_catalog, _unknown
 from .errors import RecipeError
-from .resolver import Resolver, format_command, format_router
+from .resolver import Resolver, format_command, format_router, unique
 
 VARS = (
     "vllm_recipe", "vllm_variant", "vllm_hardware", "vllm_gpu_count", "vllm_strategy", "vllm_features",
@@ -441,13 +441,7 @@ class Fleet(object):
                     problems.append(msg)
         for host, plan in plans.items():
             problems.extend(self._semantic_checks(host, plan))
-        seen = set()
-        unique = []
-        for p in problems:
-            if p not in seen:
-                seen.add(p)
-                unique.append(p)
-        return plans, unique
+        return plans, unique(problems)
 
     def _semantic_checks(self, host, plan):
         out = []

@@ -1011,42 +1011,25 @@ def validate_recipe_tree(root):
             issues.append(ValidationIssue(path, "", "cannot parse YAML: %s" % exc, ERROR))
             return None, False
 
-    tax_path = os.path.join(root, "taxonomy.yaml")
+    from .catalog import scan_tree  # the one walker of the upstream layout
+    recipes, tax_path, strategy_files = scan_tree(root)
     taxonomy = None
-    if os.path.exists(tax_path):
+    if tax_path:
         taxonomy, ok = _load(tax_path)
         if ok:
             issues.extend(validate_taxonomy(taxonomy, tax_path))
     strategy_ids = set()
-    for sub in ("strategies", "kv_store"):
-        folder = os.path.join(root, sub)
-        if not os.path.isdir(folder):
+    for path in strategy_files.values():
+        data, ok = _load(path)
+        if not ok:
             continue
-        for name in sorted(os.listdir(folder)):
-            if not name.endswith((".yaml", ".yml")):
-                continue
-            path = os.path.join(folder, name)
-            data, ok = _load(path)
-            if not ok:
-                continue
-            stem = name.rsplit(".", 1)[0]
-            issues.extend(validate_strategy(data, path, expected_name=stem))
-            if isinstance(data, dict) and isinstance(data.get("name"), str):
-                strategy_ids.add(data["name"])
-    models = os.path.join(root, "models")
-    if os.path.isdir(models):
-        for org in sorted(os.listdir(models)):
-            org_dir = os.path.join(models, org)
-            if not os.path.isdir(org_dir):
-                continue
-            for name in sorted(os.listdir(org_dir)):
-                if not name.endswith((".yaml", ".yml")):
-                    continue
-                path = os.path.join(org_dir, name)
-                data, ok = _load(path)
-                if not ok:
-                    continue
-                issues.extend(validate_recipe(
-                    data, path, taxonomy=taxonomy, strategy_ids=strategy_ids or None,
-                    expected_id=recipe_id_from_path(path)))
+        stem = os.path.basename(path).rsplit(".", 1)[0]
+        issues.extend(validate_strategy(data, path, expected_name=stem))
+        if isinstance(data, dict) and isinstance(data.get("name"), str):
+            strategy_ids.add(data["name"])
+    for recipe_id, path in sorted(recipes.items()):
+        data, ok = _load(path)
+        if ok:
+            issues.extend(validate_recipe(data, path, taxonomy=taxonomy, strategy_ids=strategy_ids or None,
+                                          expected_id=recipe_id))
     return issues

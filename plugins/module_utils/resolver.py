@@ -91,6 +91,17 @@ def env_str(value):
     return str(value)
 
 
+def unique(items):
+    """``items`` without repeats, first occurrence kept, order kept."""
+    seen = set()
+    out = []
+    for item in items:
+        if item not in seen:
+            seen.add(item)
+            out.append(item)
+    return out
+
+
 def _num(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -600,12 +611,8 @@ class Resolver(object):
             for f in features:
                 if f not in all_features:
                     raise ResolveError(_unknown("feature", f, all_features, where=" for recipe %s" % rid))
-        seen = set()
-        ordered = []
-        for f in features:
-            if f not in seen:
-                seen.add(f)
-                ordered.append(f)
+        ordered = unique(features)
+        seen = set(ordered)
         # D2: mutually exclusive features
         pairs = list(BUILTIN_CONFLICTS)
         for f, feat in all_features.items():
