@@ -11,8 +11,8 @@ The inventory model (every variable is optional unless said otherwise):
 ``vllm_hardware``          taxonomy profile id; default: the host's detected profile
 ``vllm_gpu_count``         real GPUs per node, replacing the profile's (deviation D6)
 ``vllm_strategy``          strategy id; default: the recipe's recommendation
-``vllm_features``          a list of features to enable, or a dict feature -> bool on top of
-                           the recipe defaults
+``vllm_features``          a list of features to enable (emitted in that order), or a dict
+                           feature -> bool on top of the recipe defaults (recipe order)
 ``vllm_feature_modes``     dict feature -> mode
 ``vllm_kv_offload``        a taxonomy kv_offload key (``simple``, ``lmcache``, ...)
 ``vllm_advanced``          list of advanced preset ids (``gpu_mem_095``, ...)
@@ -30,6 +30,8 @@ The inventory model (every variable is optional unless said otherwise):
 ``vllm_pd_role``           ``prefill``, ``decode`` or ``router`` in a pd_cluster replica
 ``vllm_pd_dp_rpc_port``    DP RPC port of PD DEP pools (default 13345)
 ``vllm_router_port``       client port of the PD router (default 30000)
+``vllm_infiniband_hca``    InfiniBand HCAs of a replica node (``mlx5_0,mlx5_1``): NCCL_IB_HCA + RDMA
+                           container flags
 =========================  ===============================================================
 
 Pure Python: no Ansible imports.
@@ -49,6 +51,7 @@ VARS = (
     "vllm_feature_modes", "vllm_kv_offload", "vllm_advanced", "vllm_extra_args", "vllm_extra_env", "vllm_image",
     "vllm_version", "vllm_port", "vllm_served_model_name", "vllm_recipes_path", "vllm_replica", "vllm_node_rank",
     "vllm_cluster_address", "vllm_cluster_interface", "vllm_pd_role", "vllm_pd_dp_rpc_port", "vllm_router_port",
+    "vllm_infiniband_hca",
 )
 #: Variables every member of one replica must agree on.
 REPLICA_SHARED = ("vllm_recipe", "vllm_variant", "vllm_hardware", "vllm_gpu_count", "vllm_strategy", "vllm_features",
@@ -140,14 +143,10 @@ def bind(text, mapping):
     return _PLACEHOLDER.sub(lambda m: str(mapping[m.group(1)]) if m.group(1) in mapping else m.group(0), text)
 
 
-def _features_arg(recipe, value):
-    """A list enables exactly those features (emitted in recipe order); a dict toggles defaults."""
-    if value is None or isinstance(value, dict):
-        return value
-    order = list((recipe.get("features") or {}).keys())
-    known = [f for f in order if f in value]
-    unknown = [f for f in value if f not in order]
-    return known + unknown  # unknown ones reach the resolver, which names the valid ids
+def _features_arg(value):
+    """A list enables exactly those features, emitted in the list's order (as upstream's
+    builder emits its ``enabledFeatures``); a dict toggles the recipe defaults (recipe order)."""
+    return list(value) if isinstance(value, list) else value
 
 
 class Fleet(object):
@@ -271,12 +270,12 @@ class Fleet(object):
 
     def _inputs(self, host, hv):
         catalog = self.catalog(hv)
-        recipe = catalog.recipe(hv["vllm_recipe"])
+        catalog.recipe(hv["vllm_recipe"])  # unknown or invalid recipes fail here, before any hardware question
         hardware, gpu_count = self.hardware_of(host, hv)
         extra = list(hv.get("vllm_extra_args") or [])
         names = served_names(hv.get("vllm_served_model_name"))
         kwargs = dict(recipe_id=hv["vllm_recipe"], variant=hv.get("vllm_variant"), hardware=hardware,
-                      strategy=hv.get("vllm_strategy"), features=_features_arg(recipe, hv.get("vllm_features")),
+                      strategy=hv.get("vllm_strategy"), features=_features_arg(hv.get("vllm_features")),
                       feature_modes=hv.get("vllm_feature_modes"), kv_offload=hv.get("vllm_kv_offload"),
                       advanced=hv.get("vllm_advanced"), gpu_count=gpu_count)
         return catalog, kwargs, extra, names
@@ -381,8 +380,13 @@ class Fleet(object):
     def _finish(self, host, hv, dep, node, replica, members, bindings, names):
         argv = [bind(t, bindings) for t in node["argv"]]
         env = dict((k, bind(v, bindings)) for k, v in node["env"].items())
-        unbound = sorted(set(m.group(1) for t in list(argv) + list(env.values()) for m in _PLACEHOLDER.finditer(t)))
+        args_prov = [dict(p, arg=[bind(t, bindings) for t in p["arg"]]) for p in node["args_provenance"]]
+        env_prov = dict(node["env_provenance"])
         role = node["role"]
+        container_args = []
+        if replica is not None and role != "router":
+            self._replica_runtime(host, hv, dep, argv, env, args_prov, env_prov, container_args)
+        unbound = sorted(set(m.group(1) for t in list(argv) + list(env.values()) for m in _PLACEHOLDER.finditer(t)))
         if role == "router":
             command = format_router(argv)
         else:
@@ -418,12 +422,39 @@ class Fleet(object):
             "vllm_version": hv.get("vllm_version"),
             "bindings": bindings,
             "unbound_placeholders": unbound,
-            "args_provenance": [dict(p, arg=[bind(t, bindings) for t in p["arg"]]) for p in node["args_provenance"]],
-            "env_provenance": node["env_provenance"],
+            "args_provenance": args_prov,
+            "env_provenance": env_prov,
+            "container_args": container_args,
             "pools": dep["pools"],
             "warnings": list(dep["warnings"]),
             "notes": list(dep["notes"]),
         }
+
+    def _replica_runtime(self, host, hv, dep, argv, env, args_prov, env_prov, container_args):
+        """What a node of a multi-node replica needs beyond the recipe (provenance ``replica: ...``).
+
+        * ``VLLM_HOST_IP``: the node's own cluster address, so vLLM does not guess the NIC;
+        * ``--distributed-executor-backend mp`` where vLLM would not pick it itself (ROCm);
+        * InfiniBand (``vllm_infiniband_hca``): ``NCCL_IB_HCA`` and the RDMA container flags.
+        """
+        def set_env(key, value, why):
+            old = env.get(key)
+            rec = {"source": "replica: " + why}
+            if old is not None and old != value:
+                rec["replaced"] = [{"value": old, "source": env_prov.get(key, {}).get("source", "")}]
+            env[key] = value
+            env_prov[key] = rec
+
+        set_env("VLLM_HOST_IP", str(self.address(host)), "this node's vllm_cluster_address")
+        hw = Resolver(self.catalog(hv)).hardware(dep["hardware"], dep["gpu_count"])
+        if hw.brand_key == "amd" and "--distributed-executor-backend" not in argv:
+            toks = ["--distributed-executor-backend", "mp"]
+            argv.extend(toks)
+            args_prov.append({"arg": toks, "source": "replica: explicit mp backend (vLLM on ROCm would not pick it)"})
+        hca = hv.get("vllm_infiniband_hca")
+        if hca:
+            set_env("NCCL_IB_HCA", hca if isinstance(hca, str) else ",".join(hca), "vllm_infiniband_hca")
+            container_args.extend(["--device", "/dev/infiniband", "--cap-add", "IPC_LOCK", "--ulimit", "memlock=-1:-1"])
 
     # ------------------------------------------------------------------ whole-inventory checks
     def check(self, hosts):
@@ -497,9 +528,33 @@ def flag_problems(plan):
     return vllm_flags.check_args(plan["argv"], version)
 
 
+def recipe_view(plan):
+    """(argv, env) of a host plan without the fleet's multi-node additions (provenance
+    ``replica: ...``): what the recipe alone renders, bound to the inventory's addresses."""
+    added = set()
+    for item in plan.get("args_provenance") or []:
+        if item["source"].startswith("replica: "):
+            added.add(tuple(item["arg"]))
+    argv = list(plan["argv"])
+    for toks in added:
+        for i in range(len(argv) - len(toks) + 1):
+            if tuple(argv[i:i + len(toks)]) == toks:
+                del argv[i:i + len(toks)]
+                break
+    env = {}
+    for key, value in plan["env"].items():
+        prov = (plan.get("env_provenance") or {}).get(key) or {}
+        if prov.get("source", "").startswith("replica: "):
+            if prov.get("replaced"):
+                env[key] = prov["replaced"][0]["value"]
+            continue
+        env[key] = value
+    return argv, env
+
+
 def fleet_hosts(hostvars, hosts):
     """The hosts of ``hosts`` that serve vLLM (have vllm_recipe or vllm_pd_role=router)."""
     return [h for h in hosts if (hostvars.get(h) or {}).get("vllm_recipe")]
 
 
-__all__ = ["Fleet", "FleetError", "bind", "served_names", "flag_problems", "fleet_hosts", "VARS", "_unknown"]
+__all__ = ["Fleet", "FleetError", "bind", "served_names", "flag_problems", "fleet_hosts", "recipe_view", "VARS", "_unknown"]

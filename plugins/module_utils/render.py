@@ -78,6 +78,7 @@ def container_argv(plan, engine="docker", name=None, hf_cache="/var/lib/llmfleet
     if inline_env:
         for key, value in env.items():
             out += ["-e", "%s=%s" % (key, value)]
+    out += list(plan.get("container_args") or [])  # e.g. RDMA devices of a multi-node replica
     out += list(extra_args or [])
     out.append(plan["image"])
     out += argv[2:]

@@ -17,7 +17,7 @@ import subprocess
 import pytest
 
 from ansible_collections.llmfleet.vllm.plugins.module_utils.catalog import get_catalog
-from ansible_collections.llmfleet.vllm.plugins.module_utils.fleet import Fleet, bind, served_names
+from ansible_collections.llmfleet.vllm.plugins.module_utils.fleet import Fleet, bind, recipe_view, served_names
 from ansible_collections.llmfleet.vllm.plugins.module_utils.resolver import Resolver, format_command, shell_quote
 
 from playbook_runner import JSON_CALLBACK, REPO, run, tool
@@ -96,10 +96,12 @@ def test_argv_json_equals_the_resolver_for_every_host(example):
     for host in sorted(example["hostvars"]):
         files = read_plan(example, host)
         argv, env, image, mapping, _tail, _key, _rank = expected_from_resolver(example, host)
-        assert files["argv"] == argv, host
+        # argv.json/env.json are the plan's; minus the fleet's multi-node additions (provenance
+        # "replica: ...", e.g. VLLM_HOST_IP) they are exactly the resolver's output, bound
+        assert (files["argv"], files["env"]) == (files["plan"]["argv"], files["plan"]["env"]), host
+        assert recipe_view(files["plan"]) == (argv, env), host
         assert files["argv"][:2] == ["vllm", "serve"]
         assert not [t for t in files["argv"] if "$" in t], host  # bound to real addresses
-        assert files["env"] == env, host
         assert files["image"] == image + "\n", host
         assert files["plan"]["bindings"] == mapping, host
 
@@ -158,15 +160,16 @@ def test_golden_rendering_after_binding(example, shared_dir):
         records = golden.get(key)
         if not records:
             continue
-        assert tail and files["argv"][-len(tail):] == tail, host
-        ours = files["argv"][:-len(tail)]
+        recipe_argv, recipe_env = recipe_view(files["plan"])
+        assert tail and recipe_argv[-len(tail):] == tail, host
+        ours = recipe_argv[:-len(tail)]
         for rec in records:
             if rec["deploy_type"] == "single_node":
                 theirs = rec["argv"]
             else:
                 theirs = rec["head_argv"] if rank == 0 else rec["worker_argvs"][rank - 1]
             assert ours == [bind(t, mapping) for t in theirs], host
-            assert files["env"] == dict((k, bind(v, mapping)) for k, v in rec["env"].items()), host
+            assert recipe_env == dict((k, bind(v, mapping)) for k, v in rec["env"].items()), host
             assert files["image"] == rec["docker_image"] + "\n", host
         compared.append(host)
     # every host but the D6 one has a golden rendering

@@ -213,7 +213,7 @@ def test_lookup_without_terms_returns_the_host_plan(play, expected):
     n1, n2 = ok(results["n1"]), ok(results["n2"])
     assert (n1["role"], n1["rank"], n2["role"], n2["rank"]) == ("head", 0, "worker", 1)
     assert n2["bindings"] == {"HEAD_IP": "198.51.100.21", "IFACE_NAME": "ens1f0"}
-    assert n2["env"] == {"GLOO_SOCKET_IFNAME": "ens1f0", "NCCL_SOCKET_IFNAME": "ens1f0"}
+    assert n2["env"] == {"GLOO_SOCKET_IFNAME": "ens1f0", "NCCL_SOCKET_IFNAME": "ens1f0", "VLLM_HOST_IP": "198.51.100.22"}
     assert ok(results["h1"])["served_model_names"] == ["qwen", "q"]
 
 

@@ -17,7 +17,7 @@ import yaml
 
 from ansible_collections.llmfleet.vllm.plugins.module_utils.catalog import BUILTIN_TREE, Catalog
 from ansible_collections.llmfleet.vllm.plugins.module_utils.fleet import (
-    Fleet, FleetError, bind, fleet_hosts, served_names)
+    Fleet, FleetError, bind, fleet_hosts, recipe_view, served_names)
 from ansible_collections.llmfleet.vllm.plugins.module_utils.resolver import Resolver, format_command, format_router
 
 SEED = "Qwen/Qwen3.6-35B-A3B"
@@ -126,14 +126,14 @@ def test_extra_args_and_env_come_last_with_inventory_provenance(res):
 
 # --------------------------------------------------------------------------- features
 
-def test_features_list_enables_exactly_those_in_recipe_order(res):
+def test_features_list_enables_exactly_those_in_list_order(res):
     plan = fleet({"h": host(vllm_features=["spec_decoding", "reasoning"])}).plan("h")
-    assert plan["features"] == ["reasoning", "spec_decoding"]
+    assert plan["features"] == ["spec_decoding", "reasoning"]
     expected = res.resolve(SEED, variant="default", hardware="h200", strategy="single_node_tp", node_count=1,
-                           features=["reasoning", "spec_decoding"])["nodes"][0]["argv"]
+                           features=["spec_decoding", "reasoning"])["nodes"][0]["argv"]
     assert plan["argv"] == expected
     assert "--enable-auto-tool-choice" not in plan["argv"] and "--mm-encoder-tp-mode" not in plan["argv"]
-    assert plan["argv"].index("--reasoning-parser") < plan["argv"].index("--speculative-config")
+    assert plan["argv"].index("--speculative-config") < plan["argv"].index("--reasoning-parser")
 
 
 def test_features_empty_list_disables_every_feature():
@@ -246,8 +246,10 @@ def test_replica_ranks_follow_inventory_names(res):
     mapping = {"HEAD_IP": "10.0.0.1", "IFACE_NAME": "ens1f0"}
     for plan, node in ((head, dep["nodes"][0]), (worker, dep["nodes"][1])):
         assert plan["argv"] == [bind(t, mapping) for t in node["argv"]]
-        assert plan["env"] == dict((k, bind(v, mapping)) for k, v in node["env"].items())
-        assert plan["env"] == {"GLOO_SOCKET_IFNAME": "ens1f0", "NCCL_SOCKET_IFNAME": "ens1f0"}
+        assert recipe_view(plan) == (plan["argv"], dict((k, bind(v, mapping)) for k, v in node["env"].items()))
+        assert plan["env"] == {"GLOO_SOCKET_IFNAME": "ens1f0", "NCCL_SOCKET_IFNAME": "ens1f0",
+                               "VLLM_HOST_IP": hv[plan["host"]]["ansible_host"]}
+        assert plan["env_provenance"]["VLLM_HOST_IP"]["source"].startswith("replica: ")
         assert plan["bindings"] == mapping and plan["unbound_placeholders"] == []
         assert not any("$" in t for t in plan["argv"])
     assert worker["argv"][worker["argv"].index("--master-addr") + 1] == "10.0.0.1"
@@ -434,8 +436,9 @@ def test_pd_cluster_matches_the_resolver(pd_paths):
     mapping = plans["p1"]["bindings"]
     for name, role, rank in (("p1", "prefill", 0), ("p2", "prefill", 1), ("d1", "decode", 0)):
         node = next(n for n in dep["nodes"] if n["role"] == role and n["rank"] == rank)
-        assert plans[name]["argv"] == [bind(t, mapping) for t in node["argv"]]
-        assert plans[name]["env"] == dict((k, bind(v, mapping)) for k, v in node["env"].items())
+        assert recipe_view(plans[name]) == ([bind(t, mapping) for t in node["argv"]],
+                                            dict((k, bind(v, mapping)) for k, v in node["env"].items()))
+        assert plans[name]["env"]["VLLM_HOST_IP"] == hv[name].get("vllm_cluster_address", hv[name]["ansible_host"])
     assert plans["rt"]["argv"] == [bind(t, mapping) for t in dep["router"]["argv"]]
 
 

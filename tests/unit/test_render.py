@@ -60,8 +60,9 @@ def test_shell_command_env(plans):
     assert shell_command(p, env=True) == "export VLLM_ALLOW_LONG_MAX_MODEL_LEN=1\n" + p["command"]
     head = plans["head"]
     lines = shell_command(head, env=True).splitlines()
-    assert lines[:2] == ["export GLOO_SOCKET_IFNAME=ens1f0", "export NCCL_SOCKET_IFNAME=ens1f0"]
-    assert lines[2] == "vllm serve nvidia/Qwen3.6-35B-A3B-NVFP4 \\"
+    assert lines[:3] == ["export GLOO_SOCKET_IFNAME=ens1f0", "export NCCL_SOCKET_IFNAME=ens1f0",
+                         "export VLLM_HOST_IP=%s" % head["env"]["VLLM_HOST_IP"]]
+    assert lines[3] == "vllm serve nvidia/Qwen3.6-35B-A3B-NVFP4 \\"
     # no env: no export lines, even when asked
     assert shell_command(plans["h200"], env=True) == plans["h200"]["command"]
 
