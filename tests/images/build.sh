@@ -3,6 +3,11 @@
 #
 #   local/debian12-systemd:latest   bookworm (systemd 252, python 3.11)
 #   local/debian13-systemd:latest   trixie   (systemd 257, python 3.13)
+#   local/debian12-systemd-engines:latest, local/debian13-systemd-engines:latest
+#                                   the same plus Debian's real docker.io and podman, and
+#                                   python3-debian (ansible.builtin.deb822_repository needs
+#                                   it), for the host-stack role scenarios: the containers
+#                                   stay offline, so these are baked in at build time
 #
 # Docker Hub is unreachable, so each image is a root filesystem made by mmdebstrap from
 # Debian's mirror, streamed into `docker import`. Every image carries a label with a hash
@@ -12,7 +17,8 @@
 # under the real tag.
 #
 # Needs: root, a running docker daemon, mmdebstrap (.ci/run installs and starts them).
-# Knobs: SUITES="bookworm trixie", FORCE=1, DEBIAN_MIRROR=http://deb.debian.org/debian
+# Knobs: SUITES="bookworm trixie", VARIANTS="base engines", FORCE=1,
+#        DEBIAN_MIRROR=http://deb.debian.org/debian
 #
 # Run containers from these images with (see shared docs/test-sandbox.md):
 #   --cap-add SYS_ADMIN --security-opt seccomp=unconfined --cgroupns=host
@@ -23,6 +29,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 LOGS=$ROOT/.work/logs
 SUITES=${SUITES:-"bookworm trixie"}
+VARIANTS=${VARIANTS:-"base engines"}
 LABEL=io.llmfleet.test-image.recipe
 
 # ---- the recipe: change anything here and the images are rebuilt
@@ -44,38 +51,59 @@ IMPORT_CHANGES=(
   --change 'CMD ["/lib/systemd/systemd"]'
   --change 'ENV container=docker'
 )
+# Extra mmdebstrap options per image variant and suite ("base" adds none, so the base
+# images keep the recipe hash they had before variants existed). trixie split the docker
+# CLI out of docker.io into docker-cli (only recommended there).
+variant_opts() {  # variant_opts VARIANT SUITE
+  case $1 in
+    base)    ;;
+    engines) printf '%s\n' --include=docker.io,podman,python3-debian
+             case ${2:-} in bookworm) ;; *) printf '%s\n' --include=docker-cli ;; esac ;;
+    *)       die "unknown image variant $1 (base, engines)" ;;
+  esac
+}
 # ----
 
 die() { echo "images: ERROR: $*" >&2; exit 1; }
 
-image_tag() {
+image_tag() {  # image_tag SUITE VARIANT
+  local suffix=""
+  [ "${2:-base}" = base ] || suffix="-$2"
   case $1 in
-    bookworm) echo local/debian12-systemd:latest ;;
-    trixie)   echo local/debian13-systemd:latest ;;
-    *)        echo "local/debian-$1-systemd:latest" ;;
+    bookworm) echo "local/debian12-systemd$suffix:latest" ;;
+    trixie)   echo "local/debian13-systemd$suffix:latest" ;;
+    *)        echo "local/debian-$1-systemd$suffix:latest" ;;
   esac
 }
 
-recipe_hash() {  # recipe_hash SUITE
-  printf '%s\n' "v$RECIPE_VERSION" "$1" "${MMDEBSTRAP_OPTS[@]}" "${IMPORT_CHANGES[@]}" | sha256sum | cut -c1-16
+build_opts() {  # build_opts VARIANT SUITE: the mmdebstrap options, one per line
+  printf '%s\n' "${MMDEBSTRAP_OPTS[@]}"
+  variant_opts "$1" "$2"
 }
 
-build_one() {
-  local suite=$1 tag recipe tmp old new t0 log
-  tag=$(image_tag "$suite")
-  recipe=$(recipe_hash "$suite")
+recipe_hash() {  # recipe_hash SUITE VARIANT
+  local opts
+  mapfile -t opts < <(build_opts "${2:-base}" "$1")
+  printf '%s\n' "v$RECIPE_VERSION" "$1" "${opts[@]}" "${IMPORT_CHANGES[@]}" | sha256sum | cut -c1-16
+}
+
+build_one() {  # build_one SUITE VARIANT
+  local suite=$1 variant=$2 tag recipe tmp old new t0 log opts
+  tag=$(image_tag "$suite" "$variant")
+  recipe=$(recipe_hash "$suite" "$variant")
+  mapfile -t opts < <(build_opts "$variant" "$suite")
   old=$(docker image inspect -f '{{.Id}}' "$tag" 2>/dev/null || true)
   if [ "${FORCE:-0}" != 1 ] && [ -n "$old" ] \
      && [ "$(docker image inspect -f "{{index .Config.Labels \"$LABEL\"}}" "$tag" 2>/dev/null)" = "$recipe" ]; then
     echo "images: $tag up to date (recipe $recipe)"
     return
   fi
-  tmp="local/llmfleet-image-build:$suite-$$"
-  log=$LOGS/image-$suite.log
+  tmp="local/llmfleet-image-build:$suite-$variant-$$"
+  log=$LOGS/image-$suite-$variant.log
   t0=$SECONDS
-  echo "images: building $tag from Debian $suite (recipe $recipe; log .work/logs/image-$suite.log)"
+  echo "images: building $tag from Debian $suite (recipe $recipe; log .work/logs/image-$suite-$variant.log)"
   # pipefail: a failing mmdebstrap fails the pipeline even though docker import read a tar.
-  if ! mmdebstrap "${MMDEBSTRAP_OPTS[@]}" "$suite" - ${DEBIAN_MIRROR:+"$DEBIAN_MIRROR"} 2>"$log" \
+  if ! mmdebstrap "${opts[@]}" "$suite" - ${DEBIAN_MIRROR:+"$DEBIAN_MIRROR"} 2>"$log" \
        | docker import "${IMPORT_CHANGES[@]}" --change "LABEL $LABEL=$recipe" - "$tmp" >>"$log" 2>&1; then
     docker rmi "$tmp" >/dev/null 2>&1 || true
     tail -25 "$log" >&2
@@ -91,13 +119,19 @@ build_one() {
 
 command -v docker >/dev/null || die "no docker CLI (apt-get install docker.io, or run .ci/run)"
 docker info >/dev/null 2>&1 || die "docker daemon not reachable (start dockerd; .ci/run does it)"
+for v in $VARIANTS; do variant_opts "$v" >/dev/null; done   # an unknown variant stops here
 need_build=0
 for s in $SUITES; do
-  [ "$(docker image inspect -f "{{index .Config.Labels \"$LABEL\"}}" "$(image_tag "$s")" 2>/dev/null)" = "$(recipe_hash "$s")" ] || need_build=1
+  for v in $VARIANTS; do
+    [ "$(docker image inspect -f "{{index .Config.Labels \"$LABEL\"}}" "$(image_tag "$s" "$v")" 2>/dev/null)" \
+      = "$(recipe_hash "$s" "$v")" ] || need_build=1
+  done
 done
 if [ "$need_build" = 1 ] || [ "${FORCE:-0}" = 1 ]; then
   command -v mmdebstrap >/dev/null || die "mmdebstrap missing (apt-get install mmdebstrap)"
   [ "$(id -u)" = 0 ] || die "mmdebstrap needs root here"
 fi
 mkdir -p "$LOGS"
-for s in $SUITES; do build_one "$s"; done
+for s in $SUITES; do
+  for v in $VARIANTS; do build_one "$s" "$v"; done
+done

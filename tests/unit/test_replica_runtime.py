@@ -7,7 +7,6 @@ from __future__ import annotations
 import gzip
 import json
 
-
 from ansible_collections.llmfleet.vllm.plugins.module_utils.catalog import Catalog
 from ansible_collections.llmfleet.vllm.plugins.module_utils.fleet import Fleet, bind, recipe_view
 from ansible_collections.llmfleet.vllm.plugins.module_utils.render import container_argv
