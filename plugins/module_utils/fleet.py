@@ -452,8 +452,12 @@ class Fleet(object):
             argv.extend(toks)
             args_prov.append({"arg": toks, "source": "replica: explicit mp backend (vLLM on ROCm would not pick it)"})
         hca = hv.get("vllm_infiniband_hca")
+        why = "vllm_infiniband_hca"
+        if hca is None:
+            hca = (self.facts.get(host) or {}).get("infiniband_hcas")
+            why = "InfiniBand HCAs detected on the host"
         if hca:
-            set_env("NCCL_IB_HCA", hca if isinstance(hca, str) else ",".join(hca), "vllm_infiniband_hca")
+            set_env("NCCL_IB_HCA", hca if isinstance(hca, str) else ",".join(hca), why)
             container_args.extend(["--device", "/dev/infiniband", "--cap-add", "IPC_LOCK", "--ulimit", "memlock=-1:-1"])
 
     # ------------------------------------------------------------------ whole-inventory checks

@@ -815,7 +815,7 @@ FACT_KEYS = (
     "driver_version", "driver_loaded", "kernel_driver", "cuda_version", "rocm_version", "level_zero_version",
     "compute_capability", "gfx_target", "architecture", "mig_mode", "nvlink", "nvlink_active_links",
     "nvswitch", "nvswitch_count", "dgx_os", "cpu_arch", "mixed", "gpus", "profile", "profile_reason",
-    "source", "sources_tried", "warnings",
+    "infiniband_hcas", "source", "sources_tried", "warnings",
 )
 
 
@@ -823,8 +823,17 @@ def empty_facts():
     """The facts of a host without a GPU; every key is always present."""
     facts = dict((key, None) for key in FACT_KEYS)
     facts.update({"vendor": "none", "count": 0, "unified_memory": False, "mixed": False, "gpus": [],
-                  "source": "none", "sources_tried": [], "warnings": []})
+                  "infiniband_hcas": [], "source": "none", "sources_tried": [], "warnings": []})
     return facts
+
+
+def infiniband_hcas(sysfs_root="/sys"):
+    """RDMA devices (``mlx5_0``, ...) under ``<sysfs>/class/infiniband``, sorted; [] when none."""
+    folder = os.path.join(sysfs_root or "/sys", "class", "infiniband")
+    try:
+        return sorted(name for name in os.listdir(folder) if not name.startswith("."))
+    except OSError:
+        return []
 
 
 def _most_common(values):
@@ -1256,4 +1265,5 @@ def gather(run, tools, sysfs_root="/sys", dgx_release_path="/etc/dgx-release", m
     facts = summarize(result, sysfs=scan, cpu_arch=cpu_arch, dgx_os=dgx, meminfo_mib=meminfo)
     facts["sources_tried"] = tried
     facts["warnings"] = warnings + facts["warnings"]
+    facts["infiniband_hcas"] = infiniband_hcas(sysfs_root)
     return facts

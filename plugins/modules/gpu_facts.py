@@ -225,6 +225,14 @@ ansible_facts:
           type: int
           returned: always
           sample: 0
+        infiniband_hcas:
+          description:
+            - RDMA devices under C(<sysfs_root>/class/infiniband). Multi-node replicas use them for C(NCCL_IB_HCA)
+              and the RDMA container flags unless C(vllm_infiniband_hca) is set.
+          type: list
+          elements: str
+          returned: always
+          sample: [mlx5_0, mlx5_1]
         dgx_os:
           description:
             - DGX OS identity from O(dgx_release_path), or V(null) when the file is absent.

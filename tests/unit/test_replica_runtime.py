@@ -105,3 +105,19 @@ def test_every_golden_multi_node_record_binds_per_rank(shared_dir):
             assert plan["env"]["VLLM_HOST_IP"] == hv[host]["ansible_host"]
         compared += 1
     assert compared > 6000
+
+
+def test_detected_infiniband_is_used_unless_declared(tmp_path):
+    from ansible_collections.llmfleet.vllm.plugins.module_utils import gpu
+    (tmp_path / "class" / "infiniband" / "mlx5_1").mkdir(parents=True)
+    (tmp_path / "class" / "infiniband" / "mlx5_0").mkdir()
+    assert gpu.infiniband_hcas(str(tmp_path)) == ["mlx5_0", "mlx5_1"]
+    assert gpu.infiniband_hcas(str(tmp_path / "nothing")) == []
+    facts = {"vendor": "nvidia", "profile": "h200", "count": 8, "infiniband_hcas": ["mlx5_0", "mlx5_1"]}
+    hv, groups = replica_inventory(2, vllm_hardware="h200", vllm_strategy="multi_node_tp")
+    plan = Fleet(hv, groups, facts={"node-00": facts}).plan("node-00")
+    assert plan["env"]["NCCL_IB_HCA"] == "mlx5_0,mlx5_1"
+    assert plan["env_provenance"]["NCCL_IB_HCA"]["source"] == "replica: InfiniBand HCAs detected on the host"
+    assert "--device" in plan["container_args"]
+    hv["node-00"]["vllm_infiniband_hca"] = "mlx5_3"
+    assert Fleet(hv, groups, facts={"node-00": facts}).plan("node-00")["env"]["NCCL_IB_HCA"] == "mlx5_3"
