@@ -13,6 +13,7 @@ import shutil
 import subprocess
 
 import pytest
+import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCEN_DIR = os.path.join(ROOT, "extensions", "molecule")
@@ -20,10 +21,18 @@ SCENARIOS = sorted(d for d in os.listdir(SCEN_DIR) if os.path.isfile(os.path.joi
 IMAGES = ("local/debian12-systemd:latest", "local/debian13-systemd:latest")
 
 
-def docker_ready():
+def scenario_images(scenario):
+    """The images a scenario's platforms use (tests/images/build.sh builds them all)."""
+    with open(os.path.join(SCEN_DIR, scenario, "molecule.yml")) as f:
+        config = yaml.safe_load(f) or {}
+    images = {p.get("image") for p in config.get("platforms") or [] if isinstance(p, dict) and p.get("image")}
+    return sorted(images) or list(IMAGES)
+
+
+def docker_ready(scenario):
     if shutil.which("docker") is None:
         return "no docker CLI"
-    proc = subprocess.run(["docker", "image", "inspect"] + list(IMAGES), capture_output=True, text=True, check=False)
+    proc = subprocess.run(["docker", "image", "inspect"] + scenario_images(scenario), capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         return "docker daemon or test images missing (run `make images`): " + (proc.stderr or proc.stdout).strip()[:200]
     return None
@@ -32,7 +41,7 @@ def docker_ready():
 @pytest.mark.molecule
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_molecule_scenario(scenario, tmp_path):
-    why = docker_ready()
+    why = docker_ready(scenario)
     if why:
         if os.environ.get("CI"):
             pytest.fail("molecule needs docker in CI: " + why)
