@@ -1,0 +1,101 @@
+# -*- coding: utf-8 -*-
+"""`playbooks/deploy.yml` and the `vllm_serve` role's refusals, in check mode on this machine.
+
+Check mode changes nothing (the role's handlers and health gate do not run in it); every host
+is this machine over `connection: local`, with an engine path that does not exist, a data dir
+in the test's temp dir and an instance name no real service uses. The real runs (venv and
+container runtimes, health gate, rollback) are the molecule scenario `serve`.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+import yaml
+
+from playbook_runner import JSON_CALLBACK, REPO, run, tool
+
+SEED = "Qwen/Qwen3.6-35B-A3B"
+API_KEY = "sk-itest-" + uuid.uuid4().hex
+HF_TOKEN = "hf_itest_" + uuid.uuid4().hex
+DIGEST = "sha256:" + "ab" * 32
+
+
+def host(tmp, **kw):
+    hv = {"ansible_connection": "local", "vllm_recipe": SEED, "vllm_hardware": "h200",
+          "vllm_image": "vllm/vllm-openai:v0.28.0", "vllm_serve_name": "itest-" + uuid.uuid4().hex[:8],
+          "vllm_serve_engine_path": "/nonexistent/llmfleet-itest/docker",
+          "vllm_serve_data_dir": str(tmp / "data"), "vllm_serve_venv_root": str(tmp / "venvs"),
+          "vllm_serve_venv_os_packages": [],
+          "vllm_serve_api_key": API_KEY, "vllm_serve_hf_token": HF_TOKEN}
+    hv.update(kw)
+    return dict((k, v) for k, v in hv.items() if v is not None)
+
+
+def deploy(tmp, hosts, callback=None):
+    path = tmp / "hosts.yml"
+    path.write_text(yaml.safe_dump({"all": {"hosts": hosts}}))
+    return run([tool("ansible-playbook"), "-i", str(path), str(REPO / "playbooks" / "deploy.yml"), "--check", "--diff",
+                "-e", "vllm_deploy_max_fail_percentage=100"], tmp, callback)
+
+
+@pytest.mark.integration
+def test_check_mode_shows_units_and_env_without_secrets(tmp_path):
+    hosts = {
+        "ctr-01": host(tmp_path, vllm_served_model_name="qwen3.6"),
+        "digest-01": host(tmp_path, vllm_serve_engine="podman", vllm_serve_image_digest=DIGEST),
+        # no key: an explicit opt-out, or a loopback-only server
+        "optout-01": host(tmp_path, vllm_serve_api_key=None, vllm_serve_allow_unauthenticated=True),
+        "venv-lo-01": host(tmp_path, vllm_serve_api_key=None, vllm_serve_runtime="venv",
+                           vllm_extra_args=["--host", "127.0.0.1"]),
+    }
+    proc = deploy(tmp_path, hosts)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    assert "+ExecStart=/nonexistent/llmfleet-itest/docker run \\" in out
+    assert "+    --env-file /etc/llmfleet/%s.env \\" % hosts["ctr-01"]["vllm_serve_name"] in out
+    assert "+    vllm/vllm-openai:v0.28.0 Qwen/Qwen3.6-35B-A3B \\" in out
+    assert "+    --gpus all \\" in out and "+    --ipc=host \\" in out
+    assert "/venvs/venv-0.28.0/bin/vllm serve Qwen/Qwen3.6-35B-A3B \\" in out
+    assert "+    vllm/vllm-openai:v0.28.0@%s Qwen/Qwen3.6-35B-A3B \\" % DIGEST in out  # pinned by digest
+    assert "+    --device nvidia.com/gpu=all \\" in out  # podman: CDI
+    assert '+VLLM_API_KEY="(secret, not shown)"' in out and '+HF_TOKEN="(secret, not shown)"' in out
+    assert API_KEY not in out and HF_TOKEN not in out
+    assert not (tmp_path / "data").exists() and not (tmp_path / "venvs").exists()  # check mode wrote nothing
+
+
+@pytest.mark.integration
+def test_preflight_stops_a_bad_flag_before_the_role(tmp_path):
+    proc = deploy(tmp_path, {"serve-01": host(tmp_path, vllm_extra_args=["--no-such-flag"])})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "--no-such-flag" in out
+    assert "Plan | the host's plan" not in out
+
+
+REFUSED = {
+    "nokey": ({"vllm_serve_api_key": None}, "without an API key"),
+    "keyflag": ({"vllm_extra_args": ["--api-key", "sk-on-the-command-line"]}, "cannot be served safely"),
+    "tokenenv": ({"vllm_extra_env": {"HF_TOKEN": "hf_in_the_env"}}, "cannot be served safely"),
+    "unpinned": ({"vllm_serve_runtime": "venv", "vllm_image": "vllm/vllm-openai:latest"}, "a pinned vLLM version"),
+    "digest": ({"vllm_serve_image_digest": "sha256:abc"}, "vllm_serve_image_digest sha256:<64 hex>"),
+}
+
+
+@pytest.mark.integration
+def test_role_refuses_unsafe_settings(tmp_path):
+    proc = deploy(tmp_path, dict((name, host(tmp_path, **kw)) for name, (kw, _needle) in REFUSED.items()), JSON_CALLBACK)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-3000:]
+    failed = {}
+    for play in json.loads(proc.stdout)["plays"]:
+        for task in play["tasks"]:
+            for name, res in task["hosts"].items():
+                if res.get("failed") and name not in failed:
+                    failed[name] = res.get("msg", "")
+    for name, (_kw, needle) in REFUSED.items():
+        assert needle in failed.get(name, ""), (name, failed.get(name))
+    for secret in (API_KEY, HF_TOKEN, "sk-on-the-command-line", "hf_in_the_env"):
+        assert secret not in out

@@ -1,0 +1,221 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, llmfleet contributors
+# Apache License 2.0 (see LICENSE)
+"""Build the vLLM test double: a ``vllm`` wheel, a container image, and find a pip wheel.
+
+Standard library only (no setuptools, wheel or build needed)::
+
+    python build.py wheel --version 0.28.0 -o DIR     # DIR/vllm-0.28.0-py3-none-any.whl
+    python build.py image --version 0.28.0 --tag local/vllm-double:v0.28.0 [--base IMAGE] [--engine docker]
+                          [--env NAME=VALUE ...] [--label NAME=VALUE ...]
+    python build.py pip-wheel -o DIR                  # copies a pip wheel found on this machine into DIR
+
+The wheel is the package ``vllm`` at that version: the double's sources from ``src/``, the
+collection's flag checker (``plugins/module_utils/vllm_flags.py`` and ``errors.py``) and the
+flag catalogue of that version from ``data/vllm_cli/``, and a ``vllm`` console script. It is
+meant for molecule test hosts only: it is built into the scenario's ephemeral directory and
+installed only inside test containers.
+
+The image has ``ENTRYPOINT ["vllm", "serve"]`` like ``vllm/vllm-openai``; it is built from a
+local base image with Python 3 (default: the Debian 12 test host image), without a registry.
+Every command prints one JSON line describing what it made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import glob
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.join(HERE, "src")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+MODULE_UTILS = os.path.join(ROOT, "plugins", "module_utils")
+CATALOGS = os.path.join(ROOT, "data", "vllm_cli")
+FIXED_TIME = (2026, 1, 1, 0, 0, 0)  # reproducible wheels: same input, same bytes
+
+
+def _catalog_version(version):
+    sys.path.insert(0, MODULE_UTILS)
+    try:
+        import vllm_flags  # pylint: disable=import-outside-toplevel
+    finally:
+        sys.path.pop(0)
+    return vllm_flags.resolve_catalog_version(version, CATALOGS)[0]
+
+
+def package_files(version):
+    """(archive name, bytes) of the ``vllm`` package at ``version``."""
+    files = []
+    for dirpath, dirnames, filenames in os.walk(os.path.join(SRC, "vllm")):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for fn in sorted(filenames):
+            if fn.endswith(".py"):
+                path = os.path.join(dirpath, fn)
+                with open(path, "rb") as fh:
+                    files.append((os.path.relpath(path, SRC).replace(os.sep, "/"), fh.read()))
+    files.append(("vllm/_version.py", ('__version__ = "%s"\n' % version).encode()))
+    for name in ("vllm_flags.py", "errors.py"):
+        with open(os.path.join(MODULE_UTILS, name), "rb") as fh:
+            files.append(("vllm/_double/" + name, fh.read()))
+    cat = _catalog_version(version)
+    with open(os.path.join(CATALOGS, cat + ".json"), "rb") as fh:
+        files.append(("vllm/_double/catalog/%s.json" % cat, fh.read()))
+    return files
+
+
+def _record_hash(data):
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def build_wheel(version, outdir):
+    files = package_files(version)
+    info = "vllm-%s.dist-info" % version
+    meta = ("Metadata-Version: 2.1\nName: vllm\nVersion: %s\n"
+            "Summary: llmfleet.vllm TEST DOUBLE of the vLLM OpenAI server (molecule only; not vLLM)\n"
+            "License: Apache-2.0\nRequires-Python: >=3.8\n" % version)
+    files += [
+        (info + "/METADATA", meta.encode()),
+        (info + "/WHEEL", b"Wheel-Version: 1.0\nGenerator: llmfleet-vllm-double\nRoot-Is-Purelib: true\nTag: py3-none-any\n"),
+        (info + "/entry_points.txt", b"[console_scripts]\nvllm = vllm._double.cli:main\n"),
+        (info + "/top_level.txt", b"vllm\n"),
+    ]
+    record = "".join("%s,%s,%d\n" % (name, _record_hash(data), len(data)) for name, data in files)
+    record += "%s/RECORD,,\n" % info
+    files.append((info + "/RECORD", record.encode()))
+    os.makedirs(outdir, exist_ok=True)
+    path = os.path.join(outdir, "vllm-%s-py3-none-any.whl" % version)
+    tmp = path + ".tmp"
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in files:
+            zi = zipfile.ZipInfo(name, FIXED_TIME)
+            zi.external_attr = 0o644 << 16
+            zi.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(zi, data)
+    os.replace(tmp, path)
+    return {"wheel": path, "version": version, "catalog": _catalog_version(version)}
+
+
+DOCKERFILE = """\
+# The vLLM test double as a container image (llmfleet.vllm molecule only; not vLLM).
+FROM {base}
+COPY site /opt/vllm-double
+COPY vllm /usr/local/bin/vllm
+ENV PYTHONPATH=/opt/vllm-double
+LABEL io.llmfleet.test-double=vllm io.llmfleet.test-double.version={version}
+{extra}ENTRYPOINT ["vllm", "serve"]
+CMD []
+"""
+
+LAUNCHER = """#!/usr/bin/env python3
+import sys
+from vllm._double.cli import main
+sys.exit(main())
+"""
+
+
+def build_image(version, tag, base, engine, env=(), labels=()):
+    ctx = tempfile.mkdtemp(prefix="vllm-double-image-")
+    try:
+        site = os.path.join(ctx, "site")
+        for name, data in package_files(version):
+            path = os.path.join(site, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as fh:
+                fh.write(data)
+        with open(os.path.join(ctx, "vllm"), "w") as fh:
+            fh.write(LAUNCHER)
+        os.chmod(os.path.join(ctx, "vllm"), 0o755)
+        with open(os.path.join(ctx, "Dockerfile"), "w") as fh:
+            extra = ""
+            for e in env:
+                name, _eq, value = e.partition("=")
+                extra += "ENV %s=%s\n" % (name, json.dumps(value))
+            for lab in labels:
+                name, _eq, value = lab.partition("=")
+                extra += "LABEL %s=%s\n" % (name, json.dumps(value))
+            fh.write(DOCKERFILE.format(base=base, version=version, extra=extra))
+        env = dict(os.environ, DOCKER_BUILDKIT="0")  # the classic builder never pulls a local base image
+        cmd = [engine, "build", "-q", "-t", tag, ctx]
+        if engine == "podman":
+            cmd[2:2] = ["--pull=never"]
+        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+        if proc.returncode != 0:
+            raise SystemExit("image build failed (%s): %s" % (" ".join(cmd), proc.stdout[-2000:]))
+        return {"image": tag, "id": proc.stdout.strip().splitlines()[-1], "version": version, "base": base}
+    finally:
+        shutil.rmtree(ctx, ignore_errors=True)
+
+
+def _version_tuple(path):
+    base = os.path.basename(path).split("-")[1]
+    return tuple(int(x) if x.isdigit() else 0 for x in base.split("."))
+
+
+MIN_PIP = (23, 2)
+
+
+def find_pip_wheel(outdir, pythons=None):
+    """Copy a pip wheel (>= 23.2) into ``outdir``: the newest bundled with ensurepip of a local
+    Python or Debian's python3-pip-whl; else ``pip download`` (PyPI)."""
+    candidates = []
+    pythons = list(pythons or []) + [sys.executable]
+    for py in pythons:
+        proc = subprocess.run([py, "-c", "import ensurepip, os; print(os.path.dirname(ensurepip.__file__))"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, check=False)
+        if proc.returncode == 0:
+            candidates += glob.glob(os.path.join(proc.stdout.strip(), "_bundled", "pip-*.whl"))
+    candidates += glob.glob("/usr/share/python-wheels/pip-*.whl")
+    # pip before 23.2 breaks on Python 3.12+ (the test hosts run 3.11 and 3.13)
+    candidates = [c for c in candidates if _version_tuple(c) >= MIN_PIP]
+    os.makedirs(outdir, exist_ok=True)
+    if candidates:
+        best = max(candidates, key=_version_tuple)
+        dest = os.path.join(outdir, os.path.basename(best))
+        shutil.copyfile(best, dest)
+        return {"pip_wheel": dest, "source": best}
+    proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-d", outdir,
+                           "pip"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+    found = glob.glob(os.path.join(outdir, "pip-*.whl"))
+    if proc.returncode != 0 or not found:
+        raise SystemExit("no pip wheel found on this machine and pip download failed: %s" % proc.stdout[-1000:])
+    return {"pip_wheel": found[0], "source": "pip download"}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    w = sub.add_parser("wheel")
+    w.add_argument("--version", required=True)
+    w.add_argument("-o", "--outdir", required=True)
+    i = sub.add_parser("image")
+    i.add_argument("--version", required=True)
+    i.add_argument("--tag", required=True)
+    i.add_argument("--base", default="local/debian12-systemd:latest")
+    i.add_argument("--engine", default="docker", choices=["docker", "podman"])
+    i.add_argument("--env", action="append", default=[], help="NAME=VALUE baked into the image (ENV)")
+    i.add_argument("--label", action="append", default=[], help="NAME=VALUE image label")
+    p = sub.add_parser("pip-wheel")
+    p.add_argument("-o", "--outdir", required=True)
+    p.add_argument("--python", action="append", default=[], help="also look at this interpreter's ensurepip")
+    args = ap.parse_args(argv)
+    if args.cmd == "wheel":
+        out = build_wheel(args.version, args.outdir)
+    elif args.cmd == "image":
+        out = build_image(args.version, args.tag, args.base, args.engine, args.env, args.label)
+    else:
+        out = find_pip_wheel(args.outdir, args.python)
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
