@@ -32,6 +32,10 @@ The inventory model (every variable is optional unless said otherwise):
 ``vllm_router_port``       client port of the PD router (default 30000)
 ``vllm_infiniband_hca``    InfiniBand HCAs of a replica node (``mlx5_0,mlx5_1``): NCCL_IB_HCA + RDMA
                            container flags
+``vllm_multinode_backend`` ``mp`` (default: vLLM's multiprocessing, ``--nnodes``) or ``ray`` (TP, TP x PP
+                           and TEP replicas on images that carry Ray: ``ray start`` on every node,
+                           ``--distributed-executor-backend ray`` on the head)
+``vllm_ray_port``          Ray GCS port on the head in ``ray`` mode (default 6379)
 =========================  ===============================================================
 
 Pure Python: no Ansible imports.
@@ -51,12 +55,20 @@ VARS = (
     "vllm_feature_modes", "vllm_kv_offload", "vllm_advanced", "vllm_extra_args", "vllm_extra_env", "vllm_image",
     "vllm_version", "vllm_port", "vllm_served_model_name", "vllm_recipes_path", "vllm_replica", "vllm_node_rank",
     "vllm_cluster_address", "vllm_cluster_interface", "vllm_pd_role", "vllm_pd_dp_rpc_port", "vllm_router_port",
-    "vllm_infiniband_hca",
+    "vllm_infiniband_hca", "vllm_multinode_backend", "vllm_ray_port",
 )
 #: Variables every member of one replica must agree on.
 REPLICA_SHARED = ("vllm_recipe", "vllm_variant", "vllm_hardware", "vllm_gpu_count", "vllm_strategy", "vllm_features",
                   "vllm_feature_modes", "vllm_kv_offload", "vllm_advanced", "vllm_image", "vllm_version",
-                  "vllm_recipes_path")
+                  "vllm_recipes_path", "vllm_multinode_backend", "vllm_ray_port")
+MULTINODE_BACKENDS = ("mp", "ray")
+#: Strategies whose replicas may run on Ray (one vLLM engine spread over the Ray cluster).
+RAY_STRATEGIES = ("multi_node_tp", "multi_node_tp_pp", "multi_node_tep")
+#: vLLM's default rendezvous ports (vllm/config/parallel.py, the same in 0.17-0.33).
+DEFAULT_MASTER_PORT = 29501
+DEFAULT_DP_RPC_PORT = 29550
+DEFAULT_DP_MASTER_PORT = 29500
+DEFAULT_RAY_PORT = 6379
 PD_ROLES = ("prefill", "decode", "router")
 DEFAULT_PORT = 8000
 PD_PORTS = {"prefill": 8001, "decode": 8002}
@@ -90,7 +102,7 @@ def _check_types(host, hv):
                 "vllm_replica", "vllm_cluster_address", "vllm_cluster_interface"):
         if hv.get(key) is not None and not _is_str(hv[key]):
             bad(key, "a non-empty string")
-    for key in ("vllm_gpu_count", "vllm_port", "vllm_pd_dp_rpc_port", "vllm_router_port"):
+    for key in ("vllm_gpu_count", "vllm_port", "vllm_pd_dp_rpc_port", "vllm_router_port", "vllm_ray_port"):
         v = hv.get(key)
         if v is not None and not (_is_int(v) and v > 0):
             bad(key, "a positive integer")
@@ -123,6 +135,38 @@ def _check_types(host, hv):
     v = hv.get("vllm_pd_role")
     if v is not None and v not in PD_ROLES:
         bad("vllm_pd_role", "one of %s" % ", ".join(PD_ROLES))
+    v = hv.get("vllm_multinode_backend")
+    if v is not None and v not in MULTINODE_BACKENDS:
+        bad("vllm_multinode_backend", "one of %s" % ", ".join(MULTINODE_BACKENDS))
+    return out
+
+
+def flag_value(argv, flag, default=None):
+    """The last value of ``flag`` in ``argv`` (``--flag v`` or ``--flag=v``), else ``default``."""
+    found = default
+    for i, tok in enumerate(argv):
+        if tok == flag and i + 1 < len(argv):
+            found = argv[i + 1]
+        elif tok.startswith(flag + "="):
+            found = tok[len(flag) + 1:]
+    return found
+
+
+def strip_flags(argv, with_value, bare=()):
+    """``argv`` without the flags ``with_value`` (and their values) and the ``bare`` flags."""
+    out = []
+    skip = False
+    for tok in argv:
+        if skip:
+            skip = False
+            continue
+        name = tok.split("=", 1)[0]
+        if tok in with_value:
+            skip = True
+            continue
+        if (name in with_value and "=" in tok) or tok in bare:
+            continue
+        out.append(tok)
     return out
 
 
@@ -384,13 +428,18 @@ class Fleet(object):
         env_prov = dict(node["env_provenance"])
         role = node["role"]
         container_args = []
+        ray = None
         if replica is not None and role != "router":
             self._replica_runtime(host, hv, dep, argv, env, args_prov, env_prov, container_args)
+            if (hv.get("vllm_multinode_backend") or "mp") == "ray":
+                argv, ray = self._ray_mode(host, hv, dep, role, argv, env, args_prov, env_prov, members)
         unbound = sorted(set(m.group(1) for t in list(argv) + list(env.values()) for m in _PLACEHOLDER.finditer(t)))
         if role == "router":
             command = format_router(argv)
-        else:
+        elif argv:
             command = format_command(argv)
+        else:  # a Ray worker runs no vLLM process of its own
+            command = ""
         image = hv.get("vllm_image") or dep["image"]
         port = PD_PORTS.get(role) or (int(hv.get("vllm_router_port") or 30000) if role == "router" else int(hv.get("vllm_port") or DEFAULT_PORT))
         return {
@@ -425,6 +474,11 @@ class Fleet(object):
             "args_provenance": args_prov,
             "env_provenance": env_prov,
             "container_args": container_args,
+            "serves_http": role == "router" or (bool(argv) and "--headless" not in argv),
+            "multinode_backend": (hv.get("vllm_multinode_backend") or "mp") if replica is not None and role != "router" else None,
+            "ray": ray,
+            "cluster_ports": self._cluster_ports(argv, ray) if replica is not None and role != "router" else [],
+            "member_addresses": [str(self.address(m)) for m in members] if replica is not None else [],
             "pools": dep["pools"],
             "warnings": list(dep["warnings"]),
             "notes": list(dep["notes"]),
@@ -459,6 +513,59 @@ class Fleet(object):
         if hca:
             set_env("NCCL_IB_HCA", hca if isinstance(hca, str) else ",".join(hca), why)
             container_args.extend(["--device", "/dev/infiniband", "--cap-add", "IPC_LOCK", "--ulimit", "memlock=-1:-1"])
+
+    def _ray_mode(self, host, hv, dep, role, argv, env, args_prov, env_prov, members):
+        """A TP / TP x PP / TEP replica on Ray: ``ray start`` on every node, and one vLLM
+        process, on the head, with ``--distributed-executor-backend ray`` (provenance
+        ``replica: ray mode``). Returns (argv, ray): a worker's argv is empty."""
+        if dep["strategy"] not in RAY_STRATEGIES:
+            raise FleetError(["host %s: vllm_multinode_backend=ray supports strategies %s; strategy %s runs with mp only "
+                              "(unset vllm_multinode_backend or set it to mp)" % (host, ", ".join(RAY_STRATEGIES), dep["strategy"])])
+        head = members[0]
+        port = int(hv.get("vllm_ray_port") or DEFAULT_RAY_PORT)
+        address = "%s:%d" % (self.address(head), port)
+        me = str(self.address(host))
+        gpus = str(dep["gpu_count"])
+        if role == "head":
+            ray_argv = ["ray", "start", "--head", "--port", str(port), "--node-ip-address", me, "--num-gpus", gpus,
+                        "--disable-usage-stats", "--block"]
+        else:
+            ray_argv = ["ray", "start", "--address", address, "--node-ip-address", me, "--num-gpus", gpus, "--block"]
+        mp_only = ("--nnodes", "--node-rank", "--master-addr", "--master-port", "--distributed-executor-backend")
+        if role != "head":
+            for item in args_prov:
+                item["arg"] = []
+            return [], {"role": "worker", "argv": ray_argv, "address": address, "port": port}
+        out = strip_flags(argv, mp_only, ("--headless",))
+        for item in args_prov:
+            item["arg"] = strip_flags(item["arg"], mp_only, ("--headless",))
+        toks = ["--distributed-executor-backend", "ray"]
+        out.extend(toks)
+        args_prov.append({"arg": toks, "source": "replica: ray mode (one engine over the Ray cluster; --nnodes, "
+                                                 "--node-rank and --master-addr dropped)"})
+        env["RAY_ADDRESS"] = address
+        env_prov["RAY_ADDRESS"] = {"source": "replica: ray mode (the head's Ray GCS)"}
+        return out, {"role": "head", "argv": ray_argv, "address": address, "port": port}
+
+    @staticmethod
+    def _cluster_ports(argv, ray):
+        """The TCP ports a replica node listens on for its peers (open only to replica members)."""
+        def port(flag, default):
+            value = str(flag_value(argv, flag, default))
+            return int(value) if value.isdigit() else None
+
+        ports = []
+        if ray:
+            ports.append({"port": ray["port"], "purpose": "Ray GCS"})
+        nnodes = flag_value(argv, "--nnodes")
+        if nnodes and str(nnodes).isdigit() and int(nnodes) > 1:
+            ports.append({"port": port("--master-port", DEFAULT_MASTER_PORT),
+                          "purpose": "torch.distributed master (--master-port)"})
+        if flag_value(argv, "--data-parallel-address") is not None:
+            ports.append({"port": port("--data-parallel-rpc-port", DEFAULT_DP_RPC_PORT),
+                          "purpose": "data-parallel RPC (--data-parallel-rpc-port)"})
+            ports.append({"port": DEFAULT_DP_MASTER_PORT, "purpose": "data-parallel master (data_parallel_master_port)"})
+        return [p for p in ports if p["port"] is not None]
 
     # ------------------------------------------------------------------ whole-inventory checks
     def check(self, hosts):
@@ -561,4 +668,4 @@ def fleet_hosts(hostvars, hosts):
     return [h for h in hosts if (hostvars.get(h) or {}).get("vllm_recipe")]
 
 
-__all__ = ["Fleet", "FleetError", "bind", "served_names", "flag_problems", "fleet_hosts", "recipe_view", "VARS", "_unknown"]
+__all__ = ["Fleet", "FleetError", "bind", "flag_value", "strip_flags", "served_names", "flag_problems", "fleet_hosts", "recipe_view", "VARS", "_unknown"]

@@ -45,8 +45,10 @@ def container_argv(plan, engine="docker", name=None, hf_cache="/var/lib/llmfleet
     if engine not in ("docker", "podman"):
         raise RecipeError("container_argv: engine=%r; valid: docker, podman" % (engine,))
     argv = [str(t) for t in plan["argv"]]
-    if argv[0] != "vllm" or argv[1:2] != ["serve"]:
-        raise RecipeError("container_argv: only `vllm serve` plans run in the vLLM image (role %s)" % plan.get("role"))
+    ray = argv[:2] == ["ray", "start"]
+    if not ray and (argv[:1] != ["vllm"] or argv[1:2] != ["serve"]):
+        raise RecipeError("container_argv: only `vllm serve` and `ray start` (Ray mode) run in the vLLM image (role %s)"
+                          % plan.get("role"))
     out = [engine, "run"]
     if remove:
         out.append("--rm")
@@ -66,7 +68,7 @@ def container_argv(plan, engine="docker", name=None, hf_cache="/var/lib/llmfleet
         port = int(plan.get("port") or 8000)
         out += ["-p", "%d:%d" % (port, port)]
     out += ["-v", "%s:%s" % (hf_cache, HF_CACHE_IN_CONTAINER)]
-    model = argv[2]
+    model = "" if ray else argv[2]
     if model.startswith("/"):
         out += ["-v", "%s:%s:ro" % (model, model)]
     env = plan.get("env") or {}
@@ -80,6 +82,9 @@ def container_argv(plan, engine="docker", name=None, hf_cache="/var/lib/llmfleet
             out += ["-e", "%s=%s" % (key, value)]
     out += list(plan.get("container_args") or [])  # e.g. RDMA devices of a multi-node replica
     out += list(extra_args or [])
+    if ray:  # a Ray node of a Ray-mode replica: the same image, entrypoint ray
+        out += ["--entrypoint", "ray", plan["image"]] + argv[1:]
+        return out
     out.append(plan["image"])
     out += argv[2:]
     return out

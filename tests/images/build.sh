@@ -3,6 +3,7 @@
 #
 #   local/debian12-systemd:latest   bookworm (systemd 252, python 3.11)
 #   local/debian13-systemd:latest   trixie   (systemd 257, python 3.13)
+#                                   (both with nftables: vllm_serve fences replica ports with it)
 #   local/debian12-systemd-engines:latest, local/debian13-systemd-engines:latest
 #                                   the same plus Debian's real docker.io and podman, and
 #                                   python3-debian (ansible.builtin.deb822_repository needs
@@ -34,7 +35,7 @@ LABEL=io.llmfleet.test-image.recipe
 
 # ---- the recipe: change anything here and the images are rebuilt
 RECIPE_VERSION=1
-PACKAGES=systemd,systemd-sysv,python3,python3-apt,sudo,dbus,iproute2,procps,curl,ca-certificates
+PACKAGES=systemd,systemd-sysv,python3,python3-apt,sudo,dbus,iproute2,procps,curl,ca-certificates,nftables
 # shellcheck disable=SC2016  # the hook's "$1" is expanded by mmdebstrap's shell, not here
 MMDEBSTRAP_OPTS=(
   --variant=minbase

@@ -99,3 +99,40 @@ def test_role_refuses_unsafe_settings(tmp_path):
         assert needle in failed.get(name, ""), (name, failed.get(name))
     for secret in (API_KEY, HF_TOKEN, "sk-on-the-command-line", "hf_in_the_env"):
         assert secret not in out
+
+
+def replica_hosts(tmp, names, replica="tp", **kw):
+    return dict((n, host(tmp, vllm_replica=replica, vllm_strategy="multi_node_tp", vllm_cluster_interface="eth0",
+                         vllm_cluster_address="10.77.0.%d" % (i + 1), **kw)) for i, n in enumerate(names))
+
+
+def deploy_groups(tmp, hosts, groups, *extra):
+    path = tmp / "hosts.yml"
+    path.write_text(yaml.safe_dump({"all": {"hosts": hosts, "children": dict(
+        (g, {"hosts": dict((h, None) for h in members)}) for g, members in groups.items())}}))
+    return run([tool("ansible-playbook"), "-i", str(path), str(REPO / "playbooks" / "deploy.yml"), "--check"] + list(extra),
+               tmp)
+
+
+@pytest.mark.integration
+def test_deploy_refuses_to_split_a_replica_by_limit_or_batch(tmp_path):
+    hosts = replica_hosts(tmp_path, ["tp-a", "tp-b"])
+    hosts.update(replica_hosts(tmp_path, ["tq-a", "tq-b"], replica="tq"))
+    groups = {"tp": ["tp-a", "tp-b"], "tq": ["tq-a", "tq-b"]}
+    # a limit that leaves a member out
+    proc = deploy_groups(tmp_path, hosts, groups, "-l", "tp-a,tq-a,tq-b")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "Replicas with members left out of this run (by -l/--limit): tp" in out, out[-3000:]
+    assert "Plan | the host's plan" not in out  # refused before the role ran anywhere
+    # batches of 3 hosts split tq (tp-a tp-b tq-a | tq-b)
+    proc = deploy_groups(tmp_path, hosts, groups, "-e", "vllm_deploy_serial=3")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "vllm_deploy_serial=3 (batches of 3 hosts, in inventory-name order) splits tq" in " ".join(out.split()), out[-3000:]
+    assert "Plan | the host's plan" not in out
+    # batches of 2 hosts keep both whole: the role runs (check mode)
+    proc = deploy_groups(tmp_path, hosts, groups, "-e", "vllm_deploy_serial=50%", "-e", "vllm_deploy_max_fail_percentage=100")
+    out = proc.stdout + proc.stderr
+    assert "Plan | the host's plan" in out, out[-3000:]
+    assert "splits tq" not in out and "splits tp" not in out and "left out of this run" not in out

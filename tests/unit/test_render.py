@@ -177,10 +177,20 @@ def test_container_argv_errors(plans):
     with pytest.raises(RecipeError, match=r"container_argv: engine='nerdctl'; valid: docker, podman"):
         container_argv(plans["h200"], engine="nerdctl")
     router = {"role": "router", "argv": ["vllm-router", "--policy", "round_robin"]}
-    with pytest.raises(RecipeError, match=r"only `vllm serve` plans run in the vLLM image \(role router\)"):
+    with pytest.raises(RecipeError, match=r"only `vllm serve` and `ray start` \(Ray mode\) run in the vLLM image \(role router\)"):
         container_argv(router)
     with pytest.raises(RecipeError, match="container_argv expects a host plan"):
         container_argv(["vllm", "serve"])
+
+
+def test_container_argv_of_a_ray_node_uses_the_ray_entrypoint(plans):
+    p = dict(plans["h200"], deploy_type="multi_node",
+             argv=["ray", "start", "--address", "10.0.0.1:6379", "--node-ip-address", "10.0.0.2", "--block"])
+    argv = container_argv(p, name="vllm-serve-ray", env_file="/etc/llmfleet/serve.env", inline_env=False)
+    i = argv.index(p["image"])
+    assert argv[i - 2:i] == ["--entrypoint", "ray"]
+    assert argv[i + 1:] == ["start", "--address", "10.0.0.1:6379", "--node-ip-address", "10.0.0.2", "--block"]
+    assert argv[argv.index("--network") + 1] == "host"
 
 
 # --------------------------------------------------------------------------- explain

@@ -30,11 +30,12 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run_double(args, version="0.28.0", env=None):
+def run_double(args, version="0.28.0", env=None, module="vllm"):
+    """The double (``python -m vllm``; ``module`` ray or vllm_router for the other stand-ins) from the source tree."""
     e = dict(os.environ, PYTHONPATH=os.pathsep.join([str(DOUBLE / "src"), str(COLLECTIONS_DIR)]),
              VLLM_DOUBLE_VERSION=version)
     e.update(env or {})
-    return subprocess.Popen([sys.executable, "-m", "vllm"] + list(args), env=e, stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", module] + list(args), env=e, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
 
 
@@ -184,3 +185,95 @@ def test_wheel_build(tmp_path):
         assert zf.read("vllm/_version.py") == b'__version__ = "0.29.1"\n'
         assert zf.read("vllm-0.29.1.dist-info/entry_points.txt").decode().strip().endswith("vllm._double.cli:main")
         assert zf.testzip() is None
+
+
+def test_single_node_cluster_info_and_gauges(served):
+    info = json.loads(request(served, "GET", "/_double/info")[1])
+    c = info["cluster"]
+    assert c["mode"] == "single" and c["node_rank"] == 0 and c["nnodes"] == 1 and c["master"] is None
+    assert c["joined"] == [] and c["dp_ranks"] == [0] and c["dp_size"] == 1
+    assert set(["VLLM_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "NCCL_IB_HCA"]) <= set(c)
+    assert info["kv_transfer_config"] is None and info["kv_role"] is None
+    text = request(served, "GET", "/metrics")[1]
+    assert "\nvllm_double_dp_start_rank 0\n" in text and "\nvllm_double_dp_size_local 1\n" in text
+    assert "# TYPE vllm_double_dp_start_rank gauge" in text
+
+
+def _wheel(tmp_path, cmd, *extra):
+    proc = subprocess.run([sys.executable, str(DOUBLE / "build.py"), cmd, "-o", str(tmp_path)] + list(extra),
+                          capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout)
+
+
+def _console_script(site, wheel, name, args):
+    """Run a wheel's console script the way its launcher would, on a Python without site-packages."""
+    with zipfile.ZipFile(wheel) as zf:
+        eps = [ln for ln in zf.read([n for n in zf.namelist() if n.endswith("entry_points.txt")][0]).decode().splitlines()
+               if ln.startswith(name + " = ")]
+        zf.extractall(site)
+    module, func = eps[0].split(" = ")[1].split(":")
+    code = "import sys; from %s import %s; sys.exit(%s())" % (module, func, func)
+    return subprocess.run([sys.executable, "-S", "-c", code] + list(args), env={"PYTHONPATH": str(site)},
+                          capture_output=True, text=True, timeout=20, check=False)
+
+
+def test_ray_and_router_wheels(tmp_path):
+    ray_a = _wheel(tmp_path / "a", "ray-wheel")
+    ray_b = _wheel(tmp_path / "b", "ray-wheel")
+    assert os.path.basename(ray_a["wheel"]) == "ray-2.49.2-py3-none-any.whl" and ray_a["version"] == "2.49.2"
+    with open(ray_a["wheel"], "rb") as fa, open(ray_b["wheel"], "rb") as fb:
+        assert fa.read() == fb.read()  # reproducible
+    router = _wheel(tmp_path / "a", "router-wheel", "--version", "0.1.9")
+    assert os.path.basename(router["wheel"]) == "vllm_router-0.1.9-py3-none-any.whl"
+    vllm_whl = _wheel(tmp_path / "a", "wheel", "--version", "0.28.0")["wheel"]
+    with zipfile.ZipFile(vllm_whl) as zf:
+        assert all(n.startswith(("vllm/", "vllm-0.28.0.dist-info/")) for n in zf.namelist())  # no ray in vllm's wheel
+    with zipfile.ZipFile(ray_a["wheel"]) as zf:
+        assert zf.testzip() is None and zf.read("ray/_version.py") == b'__version__ = "2.49.2"\n'
+        assert "Name: ray\n" in zf.read("ray-2.49.2.dist-info/METADATA").decode()
+    out = _console_script(tmp_path / "site", ray_a["wheel"], "ray", ["--version"])
+    assert out.returncode == 0 and out.stdout.strip() == "ray, version 2.49.2"
+    imp = subprocess.run([sys.executable, "-S", "-c", "import ray; print(ray.__version__, ray.TEST_DOUBLE)"],
+                         env={"PYTHONPATH": str(tmp_path / "site")}, capture_output=True, text=True, timeout=20, check=False)
+    assert imp.stdout.strip() == "2.49.2 True"
+    out = _console_script(tmp_path / "site", router["wheel"], "vllm-router", ["--version"])
+    assert out.returncode == 0 and out.stdout.strip() == "vllm-router 0.1.9"
+    out = _console_script(tmp_path / "site", router["wheel"], "vllm-router", ["--nope"])
+    assert out.returncode == 2 and "unrecognized arguments: --nope" in out.stderr
+
+
+FAKE_DOCKER = """#!%s
+import os, shutil, sys
+shutil.copytree(sys.argv[-1], os.environ["FAKE_DOCKER_OUT"])
+print("sha256:" + "0" * 64)
+"""
+
+
+@pytest.mark.parametrize("with_ray", [True, False])
+def test_image_context(tmp_path, with_ray):
+    """``build.py image`` with a stand-in docker that keeps the build context."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "docker").write_text(FAKE_DOCKER % sys.executable)
+    (bin_dir / "docker").chmod(0o755)
+    ctx = tmp_path / "ctx"
+    cmd = [sys.executable, str(DOUBLE / "build.py"), "image", "--version", "0.28.0", "--tag", "local/vllm-double:t",
+           "--env", "VLLM_DOUBLE_CRASH=1"] + (["--with-ray", "--ray-version", "2.50.0"] if with_ray else [])
+    proc = subprocess.run(cmd, env=dict(os.environ, PATH="%s%s%s" % (bin_dir, os.pathsep, os.environ["PATH"]),
+                                        FAKE_DOCKER_OUT=str(ctx)), capture_output=True, text=True, check=True)
+    out = json.loads(proc.stdout)
+    assert out["image"] == "local/vllm-double:t" and out["ray"] == ("2.50.0" if with_ray else None)
+    dockerfile = (ctx / "Dockerfile").read_text()
+    assert 'ENTRYPOINT ["vllm", "serve"]' in dockerfile and 'ENV VLLM_DOUBLE_CRASH="1"' in dockerfile
+    site = {"PYTHONPATH": str(ctx / "site")}
+    vllm_v = subprocess.run([sys.executable, "-S", str(ctx / "vllm"), "--version"], env=site, capture_output=True,
+                            text=True, timeout=20, check=False)
+    assert vllm_v.stdout.strip() == "0.28.0"
+    if with_ray:
+        assert "COPY ray /usr/local/bin/ray" in dockerfile and "io.llmfleet.test-double.ray=2.50.0" in dockerfile
+        ray_v = subprocess.run([sys.executable, "-S", str(ctx / "ray"), "--version"], env=site, capture_output=True,
+                               text=True, timeout=20, check=False)
+        assert ray_v.stdout.strip() == "ray, version 2.50.0"
+    else:
+        assert "COPY ray" not in dockerfile and "test-double.ray" not in dockerfile
+        assert not (ctx / "ray").exists() and not (ctx / "site" / "ray").exists()

@@ -9,12 +9,18 @@ Standard library only (no setuptools, wheel or build needed)::
     python build.py image --version 0.28.0 --tag local/vllm-double:v0.28.0 [--base IMAGE] [--engine docker]
                           [--env NAME=VALUE ...] [--label NAME=VALUE ...]
     python build.py pip-wheel -o DIR                  # copies a pip wheel found on this machine into DIR
+    python build.py ray-wheel [--version 2.49.2] -o DIR        # DIR/ray-2.49.2-py3-none-any.whl (console script ray)
+    python build.py router-wheel [--version 0.1.0] -o DIR      # DIR/vllm_router-0.1.0-py3-none-any.whl (vllm-router)
+    python build.py image ... --with-ray [--ray-version 2.49.2]  # the image also has the Ray stand-in
 
 The wheel is the package ``vllm`` at that version: the double's sources from ``src/``, the
 collection's flag checker (``plugins/module_utils/vllm_flags.py`` and ``errors.py``) and the
 flag catalogue of that version from ``data/vllm_cli/``, and a ``vllm`` console script. It is
 meant for molecule test hosts only: it is built into the scenario's ephemeral directory and
 installed only inside test containers.
+
+``ray-wheel`` and ``router-wheel`` build the Ray stand-in (package ``ray``, console script ``ray``)
+and the vllm-router stand-in (package ``vllm_router``, console script ``vllm-router``) the same way.
 
 The image has ``ENTRYPOINT ["vllm", "serve"]`` like ``vllm/vllm-openai``; it is built from a
 local base image with Python 3 (default: the Debian 12 test host image), without a registry.
@@ -52,16 +58,22 @@ def _catalog_version(version):
     return vllm_flags.resolve_catalog_version(version, CATALOGS)[0]
 
 
-def package_files(version):
-    """(archive name, bytes) of the ``vllm`` package at ``version``."""
+def _tree_files(package):
+    """(archive name, bytes) of every .py file of ``src/<package>``, sorted."""
     files = []
-    for dirpath, dirnames, filenames in os.walk(os.path.join(SRC, "vllm")):
+    for dirpath, dirnames, filenames in os.walk(os.path.join(SRC, package)):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
         for fn in sorted(filenames):
             if fn.endswith(".py"):
                 path = os.path.join(dirpath, fn)
                 with open(path, "rb") as fh:
                     files.append((os.path.relpath(path, SRC).replace(os.sep, "/"), fh.read()))
+    return files
+
+
+def package_files(version):
+    """(archive name, bytes) of the ``vllm`` package at ``version``."""
+    files = _tree_files("vllm")
     files.append(("vllm/_version.py", ('__version__ = "%s"\n' % version).encode()))
     for name in ("vllm_flags.py", "errors.py"):
         with open(os.path.join(MODULE_UTILS, name), "rb") as fh:
@@ -72,27 +84,39 @@ def package_files(version):
     return files
 
 
+def ray_files(version):
+    """(archive name, bytes) of the Ray stand-in package ``ray`` at ``version``."""
+    return _tree_files("ray") + [("ray/_version.py", ('__version__ = "%s"\n' % version).encode())]
+
+
+def router_files(version):
+    """(archive name, bytes) of the vllm-router stand-in package ``vllm_router`` at ``version``."""
+    return _tree_files("vllm_router") + [("vllm_router/_version.py", ('__version__ = "%s"\n' % version).encode())]
+
+
 def _record_hash(data):
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
-def build_wheel(version, outdir):
-    files = package_files(version)
-    info = "vllm-%s.dist-info" % version
-    meta = ("Metadata-Version: 2.1\nName: vllm\nVersion: %s\n"
-            "Summary: llmfleet.vllm TEST DOUBLE of the vLLM OpenAI server (molecule only; not vLLM)\n"
-            "License: Apache-2.0\nRequires-Python: >=3.8\n" % version)
+def _write_wheel(dist, version, files, scripts, summary, outdir):
+    """A py3-none-any wheel of ``files`` with console ``scripts`` ({name: module:function})."""
+    files = list(files)
+    info = "%s-%s.dist-info" % (dist, version)
+    meta = ("Metadata-Version: 2.1\nName: %s\nVersion: %s\nSummary: %s\nLicense: Apache-2.0\n"
+            "Requires-Python: >=3.8\n" % (dist.replace("_", "-"), version, summary))
+    entry_points = "[console_scripts]\n" + "".join("%s = %s\n" % kv for kv in sorted(scripts.items()))
+    top = sorted(set(name.split("/", 1)[0] for name, _data in files))
     files += [
         (info + "/METADATA", meta.encode()),
         (info + "/WHEEL", b"Wheel-Version: 1.0\nGenerator: llmfleet-vllm-double\nRoot-Is-Purelib: true\nTag: py3-none-any\n"),
-        (info + "/entry_points.txt", b"[console_scripts]\nvllm = vllm._double.cli:main\n"),
-        (info + "/top_level.txt", b"vllm\n"),
+        (info + "/entry_points.txt", entry_points.encode()),
+        (info + "/top_level.txt", "".join(t + "\n" for t in top).encode()),
     ]
     record = "".join("%s,%s,%d\n" % (name, _record_hash(data), len(data)) for name, data in files)
     record += "%s/RECORD,,\n" % info
     files.append((info + "/RECORD", record.encode()))
     os.makedirs(outdir, exist_ok=True)
-    path = os.path.join(outdir, "vllm-%s-py3-none-any.whl" % version)
+    path = os.path.join(outdir, "%s-%s-py3-none-any.whl" % (dist, version))
     tmp = path + ".tmp"
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, data in files:
@@ -101,7 +125,31 @@ def build_wheel(version, outdir):
             zi.compress_type = zipfile.ZIP_DEFLATED
             zf.writestr(zi, data)
     os.replace(tmp, path)
+    return path
+
+
+def build_wheel(version, outdir):
+    path = _write_wheel("vllm", version, package_files(version), {"vllm": "vllm._double.cli:main"},
+                        "llmfleet.vllm TEST DOUBLE of the vLLM OpenAI server (molecule only; not vLLM)", outdir)
     return {"wheel": path, "version": version, "catalog": _catalog_version(version)}
+
+
+DEFAULT_RAY_VERSION = "2.49.2"
+DEFAULT_ROUTER_VERSION = "0.1.0"
+
+
+def build_ray_wheel(version, outdir):
+    path = _write_wheel("ray", version, ray_files(version), {"ray": "ray._double.cli:main"},
+                        "llmfleet.vllm TEST DOUBLE of Ray: a GCS stand-in and ray start/status (molecule only; not Ray)",
+                        outdir)
+    return {"wheel": path, "version": version}
+
+
+def build_router_wheel(version, outdir):
+    path = _write_wheel("vllm_router", version, router_files(version), {"vllm-router": "vllm_router._double.cli:main"},
+                        "llmfleet.vllm TEST DOUBLE of vllm-router (PD disaggregation; molecule only; not vllm-router)",
+                        outdir)
+    return {"wheel": path, "version": version}
 
 
 DOCKERFILE = """\
@@ -109,7 +157,7 @@ DOCKERFILE = """\
 FROM {base}
 COPY site /opt/vllm-double
 COPY vllm /usr/local/bin/vllm
-ENV PYTHONPATH=/opt/vllm-double
+{ray}ENV PYTHONPATH=/opt/vllm-double
 LABEL io.llmfleet.test-double=vllm io.llmfleet.test-double.version={version}
 {extra}ENTRYPOINT ["vllm", "serve"]
 CMD []
@@ -117,40 +165,55 @@ CMD []
 
 LAUNCHER = """#!/usr/bin/env python3
 import sys
-from vllm._double.cli import main
+from {package}._double.cli import main
 sys.exit(main())
 """
 
+RAY_DOCKERFILE = """COPY ray /usr/local/bin/ray
+LABEL io.llmfleet.test-double.ray={ray_version}
+"""
 
-def build_image(version, tag, base, engine, env=(), labels=()):
+
+def image_context(ctx, version, base, env=(), labels=(), ray_version=None):
+    """Write the build context of the image into ``ctx`` (``site/`` is what the image installs)."""
+    site = os.path.join(ctx, "site")
+    files = package_files(version) + (ray_files(ray_version) if ray_version else [])
+    for name, data in files:
+        path = os.path.join(site, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as fh:
+            fh.write(data)
+    for script, package in (("vllm", "vllm"), ("ray", "ray")):
+        if package == "ray" and not ray_version:
+            continue
+        with open(os.path.join(ctx, script), "w") as fh:
+            fh.write(LAUNCHER.format(package=package))
+        os.chmod(os.path.join(ctx, script), 0o755)
+    with open(os.path.join(ctx, "Dockerfile"), "w") as fh:
+        extra = ""
+        for e in env:
+            name, _eq, value = e.partition("=")
+            extra += "ENV %s=%s\n" % (name, json.dumps(value))
+        for lab in labels:
+            name, _eq, value = lab.partition("=")
+            extra += "LABEL %s=%s\n" % (name, json.dumps(value))
+        ray = RAY_DOCKERFILE.format(ray_version=ray_version) if ray_version else ""
+        fh.write(DOCKERFILE.format(base=base, version=version, extra=extra, ray=ray))
+
+
+def build_image(version, tag, base, engine, env=(), labels=(), ray_version=None):
     ctx = tempfile.mkdtemp(prefix="vllm-double-image-")
     try:
-        site = os.path.join(ctx, "site")
-        for name, data in package_files(version):
-            path = os.path.join(site, name)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "wb") as fh:
-                fh.write(data)
-        with open(os.path.join(ctx, "vllm"), "w") as fh:
-            fh.write(LAUNCHER)
-        os.chmod(os.path.join(ctx, "vllm"), 0o755)
-        with open(os.path.join(ctx, "Dockerfile"), "w") as fh:
-            extra = ""
-            for e in env:
-                name, _eq, value = e.partition("=")
-                extra += "ENV %s=%s\n" % (name, json.dumps(value))
-            for lab in labels:
-                name, _eq, value = lab.partition("=")
-                extra += "LABEL %s=%s\n" % (name, json.dumps(value))
-            fh.write(DOCKERFILE.format(base=base, version=version, extra=extra))
-        env = dict(os.environ, DOCKER_BUILDKIT="0")  # the classic builder never pulls a local base image
+        image_context(ctx, version, base, env, labels, ray_version)
+        benv = dict(os.environ, DOCKER_BUILDKIT="0")  # the classic builder never pulls a local base image
         cmd = [engine, "build", "-q", "-t", tag, ctx]
         if engine == "podman":
             cmd[2:2] = ["--pull=never"]
-        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+        proc = subprocess.run(cmd, env=benv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
         if proc.returncode != 0:
             raise SystemExit("image build failed (%s): %s" % (" ".join(cmd), proc.stdout[-2000:]))
-        return {"image": tag, "id": proc.stdout.strip().splitlines()[-1], "version": version, "base": base}
+        return {"image": tag, "id": proc.stdout.strip().splitlines()[-1], "version": version, "base": base,
+                "ray": ray_version}
     finally:
         shutil.rmtree(ctx, ignore_errors=True)
 
@@ -203,6 +266,14 @@ def main(argv=None):
     i.add_argument("--engine", default="docker", choices=["docker", "podman"])
     i.add_argument("--env", action="append", default=[], help="NAME=VALUE baked into the image (ENV)")
     i.add_argument("--label", action="append", default=[], help="NAME=VALUE image label")
+    i.add_argument("--with-ray", action="store_true", help="also install the Ray stand-in (ray, import ray)")
+    i.add_argument("--ray-version", default=DEFAULT_RAY_VERSION)
+    r = sub.add_parser("ray-wheel")
+    r.add_argument("--version", default=DEFAULT_RAY_VERSION)
+    r.add_argument("-o", "--outdir", required=True)
+    rt = sub.add_parser("router-wheel")
+    rt.add_argument("--version", default=DEFAULT_ROUTER_VERSION)
+    rt.add_argument("-o", "--outdir", required=True)
     p = sub.add_parser("pip-wheel")
     p.add_argument("-o", "--outdir", required=True)
     p.add_argument("--python", action="append", default=[], help="also look at this interpreter's ensurepip")
@@ -210,7 +281,12 @@ def main(argv=None):
     if args.cmd == "wheel":
         out = build_wheel(args.version, args.outdir)
     elif args.cmd == "image":
-        out = build_image(args.version, args.tag, args.base, args.engine, args.env, args.label)
+        out = build_image(args.version, args.tag, args.base, args.engine, args.env, args.label,
+                          args.ray_version if args.with_ray else None)
+    elif args.cmd == "ray-wheel":
+        out = build_ray_wheel(args.version, args.outdir)
+    elif args.cmd == "router-wheel":
+        out = build_router_wheel(args.version, args.outdir)
     else:
         out = find_pip_wheel(args.outdir, args.python)
     print(json.dumps(out))

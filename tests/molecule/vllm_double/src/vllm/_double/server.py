@@ -13,7 +13,13 @@ prefix), ``GET /v1/models`` (the served names), ``POST /v1/completions`` and
 Test-only: ``GET /_double/info`` returns the argv the process was started with, the values of
 ``LLMFLEET_TEST_*`` environment variables, the uid/gid and working directory, and for
 ``HF_TOKEN``/``VLLM_API_KEY`` only a sha256 (so a test can check the env file without the
-secret appearing anywhere).
+secret appearing anywhere), the last completion request it answered (``last_request``: path,
+model, max_tokens, stream, ``X-Request-Id``), the ``cluster`` object (mode, node rank, the hellos
+of the multi-node groups, data parallel ranks, this node's VLLM_HOST_IP / NCCL_SOCKET_IFNAME /
+GLOO_SOCKET_IFNAME / NCCL_IB_HCA) and the ``--kv-transfer-config`` with its ``kv_role``.
+``/metrics`` also has test-only gauges ``vllm_double_dp_start_rank``, ``vllm_double_dp_size_local``,
+``vllm_double_dp_size``, ``vllm_double_node_rank``, ``vllm_double_nnodes`` and
+``vllm_double_joined_members``.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ class State(object):
         self.lock = threading.Lock()
         self.started = time.time()
         self.counters = {"requests": 0, "prompt_tokens": 0, "generation_tokens": 0, "running": 0}
+        self.last_request = None
 
     def count(self, prompt_tokens, generation_tokens):
         with self.lock:
@@ -138,6 +145,10 @@ class Handler(BaseHTTPRequestHandler):
                 "env_names": sorted(os.environ),
                 "secrets_sha256": {"HF_TOKEN": _sha("HF_TOKEN"), "VLLM_API_KEY": _sha("VLLM_API_KEY")},
                 "requests": self.state.counters["requests"],
+                "last_request": self.state.last_request,
+                "cluster": self.cluster(),
+                "kv_transfer_config": cfg.get("kv_transfer_config"),
+                "kv_role": (cfg.get("kv_transfer_config") or {}).get("kv_role"),
             })
         elif path.startswith("/v1/"):
             if self.authorized():
@@ -188,6 +199,9 @@ class Handler(BaseHTTPRequestHandler):
                 self.error(400, "prompt is required", "BadRequestError")
                 return
             prompt = prompt if isinstance(prompt, str) else json.dumps(prompt)
+        self.state.last_request = {"path": path, "model": model, "max_tokens": max_tokens,
+                                   "stream": bool(body.get("stream")),
+                                   "request_id": self.headers.get("X-Request-Id")}
         n = min(max_tokens, MAX_TOKENS_CAP)
         tokens = [WORDS[i % len(WORDS)] for i in range(n)]
         finish = "length" if n >= max_tokens else "stop"
@@ -238,8 +252,16 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
 
+    def cluster(self):
+        fn = self.state.cfg.get("cluster")
+        if fn is not None:
+            return fn()
+        return {"mode": "single", "node_rank": 0, "nnodes": 1, "master": None, "joined": [], "dp_start_rank": 0,
+                "dp_size": 1, "dp_size_local": 1, "dp_ranks": [0]}
+
     def metrics(self):
         c = self.state.counters
+        cl = self.cluster()
         lines = []
         for name in self.state.cfg["served_model_names"][:1]:
             label = 'engine="0",model_name="%s"' % name
@@ -252,6 +274,16 @@ class Handler(BaseHTTPRequestHandler):
                 lines.append("# HELP %s %s" % (metric, help_text))
                 lines.append("# TYPE %s %s" % (metric, kind))
                 lines.append("%s{%s} %.1f" % (metric, label, float(value)))
+        for metric, value, help_text in (
+                ("vllm_double_dp_start_rank", cl["dp_start_rank"], "Test double: first data parallel rank of this node."),
+                ("vllm_double_dp_size_local", cl["dp_size_local"], "Test double: data parallel ranks on this node."),
+                ("vllm_double_dp_size", cl["dp_size"], "Test double: data parallel size."),
+                ("vllm_double_node_rank", cl["node_rank"], "Test double: multi-node (mp) node rank."),
+                ("vllm_double_nnodes", cl["nnodes"], "Test double: multi-node (mp) node count."),
+                ("vllm_double_joined_members", len(cl["joined"]), "Test double: remote members in the groups.")):
+            lines.append("# HELP %s %s" % (metric, help_text))
+            lines.append("# TYPE %s gauge" % metric)
+            lines.append("%s %d" % (metric, int(value)))
         return "\n".join(lines) + "\n"
 
 
