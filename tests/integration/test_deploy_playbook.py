@@ -136,3 +136,29 @@ def test_deploy_refuses_to_split_a_replica_by_limit_or_batch(tmp_path):
     out = proc.stdout + proc.stderr
     assert "Plan | the host's plan" in out, out[-3000:]
     assert "splits tq" not in out and "splits tp" not in out and "left out of this run" not in out
+
+
+STUB_ENGINE = """#!/bin/sh
+# test stand-in for docker: the image exists; python3 in it has no ray
+case "$1" in
+  image) echo sha256:0123456789abcdef; exit 0 ;;
+  run) echo "ModuleNotFoundError: No module named 'ray'" >&2; exit 1 ;;
+  *) exit 0 ;;
+esac
+"""
+
+
+@pytest.mark.integration
+def test_ray_mode_refuses_an_image_without_ray_before_anything_stops(tmp_path):
+    engine = tmp_path / "docker"
+    engine.write_text(STUB_ENGINE)
+    engine.chmod(0o755)
+    hosts = replica_hosts(tmp_path, ["ray-a", "ray-b"], replica="ray", vllm_multinode_backend="ray",
+                          vllm_serve_engine_path=str(engine))
+    proc = deploy_groups(tmp_path, hosts, {"ray": ["ray-a", "ray-b"]}, "-e", "vllm_deploy_max_fail_percentage=100")
+    out = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode != 0
+    assert ("vllm_multinode_backend=ray on ray-a, but vllm/vllm-openai:v0.28.0 has no Ray (python3 -c 'import ray' in "
+            "the image: ModuleNotFoundError: No module named 'ray')") in out, out[-3000:]
+    assert "Nothing was stopped" in out
+    assert "Configure | unit" not in out  # refused before the unit, the env or the service were touched
