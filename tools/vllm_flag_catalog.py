@@ -315,20 +315,21 @@ def _apply_runtime_names(flags, parsers, version, null_values_by_flag=None):
 # ---------------------------------------------------------------------------
 
 
+def _tab_rows(path):
+    """The tab-separated fields of every non-blank line of ``path``."""
+    with open(path) as fh:
+        return [line.split("\t") for line in (raw.rstrip("\n") for raw in fh) if line.strip()]
+
+
 def read_listing_parsers(path, version):
     out = {}
-    with open(path) as fh:
-        for line in fh:
-            line = line.rstrip("\n")
-            if not line.strip():
-                continue
-            parts = line.split("\t")
-            if parts[0] != version:
-                continue
-            names = [n for n in parts[3].split(",") if n] if len(parts) > 3 else []
-            if len(parts) > 2 and parts[2].isdigit() and int(parts[2]) != len(names):
-                raise ValueError("%s: %s %s: count %s != %d names" % (path, version, parts[1], parts[2], len(names)))
-            out[parts[1]] = names
+    for parts in _tab_rows(path):
+        if parts[0] != version:
+            continue
+        names = [n for n in parts[3].split(",") if n] if len(parts) > 3 else []
+        if len(parts) > 2 and parts[2].isdigit() and int(parts[2]) != len(names):
+            raise ValueError("%s: %s %s: count %s != %d names" % (path, version, parts[1], parts[2], len(names)))
+        out[parts[1]] = names
     return out
 
 
@@ -344,25 +345,11 @@ def build_from_listing(version, flags_path, types_path, json_path, parsers_path)
     if len(flagset) != len(all_flags):
         raise ValueError("%s: duplicate flags" % flags_path)
 
-    rows = []
-    with open(types_path) as fh:
-        for line in fh:
-            line = line.rstrip("\n")
-            if not line.strip():
-                continue
-            parts = line.split("\t")
-            while len(parts) < 4:
-                parts.append("")
-            rows.append(parts[:4])
+    rows = [(parts + [""] * 4)[:4] for parts in _tab_rows(types_path)]
 
     json_info = {}
-    with open(json_path) as fh:
-        for line in fh:
-            line = line.rstrip("\n")
-            if not line.strip():
-                continue
-            parts = line.split("\t")
-            json_info[parts[0]] = {"kind": parts[1], "config": parts[2] if len(parts) > 2 else None}
+    for parts in _tab_rows(json_path):
+        json_info[parts[0]] = {"kind": parts[1], "config": parts[2] if len(parts) > 2 else None}
 
     parsers = read_listing_parsers(parsers_path, version)
 

@@ -26,6 +26,7 @@ recipes-taxonomy hardware profile.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -1072,20 +1073,41 @@ def _run(run, tool, path, args):
     return command, rc, out or "", err or ""
 
 
-def _gather_nvidia(run, path, tried):
-    if not _usable(path):
-        _attempt(tried, "nvidia-smi", path, None, "missing", message=_missing(path))
-        return None
-    command, rc, out, err = _run(run, "nvidia-smi", path, ["-q", "-x"])
+def _present(tried, tool, path):
+    """True when ``path`` is an executable; else records the tool as missing in ``tried``."""
+    if _usable(path):
+        return True
+    _attempt(tried, tool, path, None, "missing", message=_missing(path))
+    return False
+
+
+def _run_parsed(run, tried, tool, path, args, parse, stdout_first=False):
+    """Run ``tool args``, parse its output and record the attempt in ``tried``.
+
+    Returns (status, parsed): ("failed", None) when the command exits non-zero (the message is
+    the first line of stderr, else of stdout; ``stdout_first`` the other way round),
+    ("unparsable", None) when ``parse`` raises ValueError, else ("ok", parse(stdout)).
+    """
+    command, rc, out, err = _run(run, tool, path, args)
     if rc != 0:
-        _attempt(tried, "nvidia-smi", path, command, "failed", rc, _first_line(out) or _first_line(err))
-        return None
-    result = None
+        first = (_first_line(out) or _first_line(err)) if stdout_first else (_first_line(err) or _first_line(out))
+        _attempt(tried, tool, path, command, "failed", rc, first)
+        return "failed", None
     try:
-        result = parse_nvidia_smi_xml(out)
-        _attempt(tried, "nvidia-smi", path, command, "ok", rc)
+        parsed = parse(out)
     except ValueError as exc:
-        _attempt(tried, "nvidia-smi", path, command, "unparsable", rc, str(exc))
+        _attempt(tried, tool, path, command, "unparsable", rc, str(exc))
+        return "unparsable", None
+    _attempt(tried, tool, path, command, "ok", rc)
+    return "ok", parsed
+
+
+def _gather_nvidia(run, path, tried):
+    if not _present(tried, "nvidia-smi", path):
+        return None
+    status, result = _run_parsed(run, tried, "nvidia-smi", path, ["-q", "-x"], parse_nvidia_smi_xml, stdout_first=True)
+    if status == "failed":
+        return None
     if result is not None and not result["gpus"]:
         return result
     # The XML lacks the compute capability: one --query-gpu call adds it. Without usable XML
@@ -1093,16 +1115,10 @@ def _gather_nvidia(run, path, tried):
     csv_result = None
     for fields in (NV_QUERY_FIELDS_FULL,) if result is not None else (NV_QUERY_FIELDS_FULL, NV_QUERY_FIELDS_BASIC):
         args = ["--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"]
-        qcommand, qrc, qout, qerr = _run(run, "nvidia-smi", path, args)
-        if qrc != 0:
-            _attempt(tried, "nvidia-smi", path, qcommand, "failed", qrc, _first_line(qout) or _first_line(qerr))
-            continue
-        try:
-            csv_result = parse_nvidia_smi_csv(qout, fields)
-            _attempt(tried, "nvidia-smi", path, qcommand, "ok", qrc)
+        status, csv_result = _run_parsed(run, tried, "nvidia-smi", path, args,
+                                         functools.partial(parse_nvidia_smi_csv, fields=fields), stdout_first=True)
+        if status == "ok":
             break
-        except ValueError as exc:
-            _attempt(tried, "nvidia-smi", path, qcommand, "unparsable", qrc, str(exc))
     if result is None:
         result = csv_result
     elif csv_result is not None:
@@ -1125,21 +1141,13 @@ def _gather_nvidia(run, path, tried):
 
 
 def _gather_amd_smi(run, path, tried):
-    if not _usable(path):
-        _attempt(tried, "amd-smi", path, None, "missing", message=_missing(path))
+    if not _present(tried, "amd-smi", path):
         return None
     result = None
     for args in (["static", "--asic", "--bus", "--vram", "--driver", "--board", "--json"], ["static", "--json"]):
-        command, rc, out, err = _run(run, "amd-smi", path, args)
-        if rc != 0:
-            _attempt(tried, "amd-smi", path, command, "failed", rc, _first_line(err) or _first_line(out))
-            continue
-        try:
-            result = parse_amd_smi_static(out)
-            _attempt(tried, "amd-smi", path, command, "ok", rc)
+        status, result = _run_parsed(run, tried, "amd-smi", path, args, parse_amd_smi_static)
+        if status == "ok":
             break
-        except ValueError as exc:
-            _attempt(tried, "amd-smi", path, command, "unparsable", rc, str(exc))
     if result is None or not result["gpus"]:
         return result
     command, rc, out, err = _run(run, "amd-smi", path, ["version", "--json"])
@@ -1165,38 +1173,23 @@ def _gather_amd_smi(run, path, tried):
 
 
 def _gather_rocm_smi(run, path, tried):
-    if not _usable(path):
-        _attempt(tried, "rocm-smi", path, None, "missing", message=_missing(path))
+    if not _present(tried, "rocm-smi", path):
         return None
-    command, rc, out, err = _run(run, "rocm-smi", path,
-                                 ["--showproductname", "--showmeminfo", "vram", "--showdriverversion", "--json"])
-    if rc != 0:
-        _attempt(tried, "rocm-smi", path, command, "failed", rc, _first_line(err) or _first_line(out))
+    status, result = _run_parsed(run, tried, "rocm-smi", path,
+                                 ["--showproductname", "--showmeminfo", "vram", "--showdriverversion", "--json"],
+                                 parse_rocm_smi)
+    if status != "ok":
         return None
-    try:
-        result = parse_rocm_smi(out)
-    except ValueError as exc:
-        _attempt(tried, "rocm-smi", path, command, "unparsable", rc, str(exc))
-        return None
-    _attempt(tried, "rocm-smi", path, command, "ok", rc)
     result["rocm_version"] = rocm_version_near(path)
     return result
 
 
 def _gather_xpu_smi(run, path, tried):
-    if not _usable(path):
-        _attempt(tried, "xpu-smi", path, None, "missing", message=_missing(path))
+    if not _present(tried, "xpu-smi", path):
         return None
-    command, rc, out, err = _run(run, "xpu-smi", path, ["discovery", "-j"])
-    if rc != 0:
-        _attempt(tried, "xpu-smi", path, command, "failed", rc, _first_line(err) or _first_line(out))
+    status, devices = _run_parsed(run, tried, "xpu-smi", path, ["discovery", "-j"], parse_xpu_smi_discovery)
+    if status != "ok":
         return None
-    try:
-        devices = parse_xpu_smi_discovery(out)
-    except ValueError as exc:
-        _attempt(tried, "xpu-smi", path, command, "unparsable", rc, str(exc))
-        return None
-    _attempt(tried, "xpu-smi", path, command, "ok", rc)
     details = {}
     for dev in devices:
         dcommand, drc, dout, derr = _run(run, "xpu-smi", path, ["discovery", "-d", str(dev["device_id"]), "-j"])
@@ -1209,6 +1202,12 @@ def _gather_xpu_smi(run, path, tried):
     version = parse_xpu_smi_version(vout) if vrc == 0 else {}
     _attempt(tried, "xpu-smi", path, vcommand, "ok" if version.get("level_zero_version") else "failed", vrc)
     return build_intel_result(devices, details, version)
+
+
+def _failure_parts(entry, rc_sep):
+    """(command, "rc N<rc_sep>" or "", message) of a failed ``tried`` entry, for a warning."""
+    return (entry["command"] or entry["source"], "rc %s%s" % (entry["rc"], rc_sep) if entry["rc"] is not None else "",
+            entry["message"] or entry["status"])
 
 
 def gather(run, tools, sysfs_root="/sys", dgx_release_path="/etc/dgx-release", meminfo_path="/proc/meminfo",
@@ -1241,9 +1240,7 @@ def gather(run, tools, sysfs_root="/sys", dgx_release_path="/etc/dgx-release", m
         # A tool of the detected vendor that failed: the GPU is there, its tool cannot reach it.
         for entry in failures:
             if TOOL_VENDOR.get(entry["source"]) == result["vendor"]:
-                warnings.append("%s: %s%s" % (
-                    entry["command"] or entry["source"], "rc %s, " % entry["rc"] if entry["rc"] is not None else "",
-                    entry["message"] or entry["status"]))
+                warnings.append("%s: %s%s" % _failure_parts(entry, ", "))
         if result["source"] == "sysfs" and warnings:
             warnings.append("facts come from sysfs (PCI ids): no memory size, driver or runtime versions")
     else:
@@ -1251,9 +1248,7 @@ def gather(run, tools, sysfs_root="/sys", dgx_release_path="/etc/dgx-release", m
         # half-removed driver stack looks like this).
         for entry in failures:
             if entry["status"] == "failed":
-                warnings.append("%s is installed but failed (%s%s) and sysfs shows no GPU" % (
-                    entry["command"] or entry["source"], "rc %s: " % entry["rc"] if entry["rc"] is not None else "",
-                    entry["message"] or entry["status"]))
+                warnings.append("%s is installed but failed (%s%s) and sysfs shows no GPU" % _failure_parts(entry, ": "))
     _attempt(tried, "sysfs", os.path.join(sysfs_root or "/sys", "bus", "pci", "devices"), None,
              "ok" if scan["available"] else "missing",
              message="%d PCI devices, %d GPUs, %d NVSwitches" % (scan["devices_scanned"], len(scan["gpus"]),

@@ -489,6 +489,16 @@ class _Taxonomy(object):
         self.hw_keyed = self.profiles | self.generations | self.brands_lower | set(["default"])
 
 
+def _schema_checked(validator, data, source):
+    """(normalized ``data``, its schema issues, a :class:`_Checker` adding to those issues).
+
+    The checker is None when ``data`` is not a map: the semantic checks have nothing to read.
+    """
+    doc = normalize_yaml_types(data)
+    issues = _schema_issues(validator, doc, source)
+    return doc, issues, _Checker(source, issues) if isinstance(doc, dict) else None
+
+
 class _Checker(object):
     def __init__(self, source, issues):
         self.source = source
@@ -785,12 +795,9 @@ def validate_recipe(data, source, taxonomy=None, strategy_ids=None, expected_id=
     :param expected_id: the recipe id implied by the path (``Qwen/X`` for ``models/Qwen/X.yaml``),
         see :func:`recipe_id_from_path`.
     """
-    validator = get_recipe_validator()
-    recipe = normalize_yaml_types(data)
-    issues = _schema_issues(validator, recipe, source)
-    if not isinstance(recipe, dict):
+    recipe, issues, chk = _schema_checked(get_recipe_validator(), data, source)
+    if chk is None:
         return issues
-    chk = _Checker(source, issues)
     _check_feature_modes(chk, recipe)
     _check_misc(chk, recipe)
     _check_pd_only_keys(chk, recipe)
@@ -934,12 +941,9 @@ def _strategy_schema():
 
 def validate_taxonomy(data, source):
     """Structural checks of ``taxonomy.yaml``; returns a list of :class:`ValidationIssue`."""
-    validator = _validator_for("taxonomy", _taxonomy_schema)
-    tax = normalize_yaml_types(data)
-    issues = _schema_issues(validator, tax, source)
-    if not isinstance(tax, dict):
+    tax, issues, chk = _schema_checked(_validator_for("taxonomy", _taxonomy_schema), data, source)
+    if chk is None:
         return issues
-    chk = _Checker(source, issues)
     info = _Taxonomy(tax)
     groups = set(_as_dict(tax.get("kv_offload_groups")))
     seen = set()
@@ -965,12 +969,9 @@ def validate_strategy(data, source, expected_name=None):
 
     ``expected_name``: the file stem; ``name`` must equal it.
     """
-    validator = _validator_for("strategy", _strategy_schema)
-    strat = normalize_yaml_types(data)
-    issues = _schema_issues(validator, strat, source)
-    if not isinstance(strat, dict):
+    strat, issues, chk = _schema_checked(_validator_for("strategy", _strategy_schema), data, source)
+    if chk is None:
         return issues
-    chk = _Checker(source, issues)
     name = strat.get("name")
     if expected_name is not None and isinstance(name, str) and name != expected_name:
         chk.error(["name"], "name %r does not match the file name; expected %r" % (name, expected_name))

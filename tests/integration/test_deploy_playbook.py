@@ -162,3 +162,20 @@ def test_ray_mode_refuses_an_image_without_ray_before_anything_stops(tmp_path):
             "the image: ModuleNotFoundError: No module named 'ray')") in out, out[-3000:]
     assert "Nothing was stopped" in out
     assert "Configure | unit" not in out  # refused before the unit, the env or the service were touched
+
+
+@pytest.mark.integration
+def test_a_failed_host_lets_its_batch_finish_then_stops_the_rollout(tmp_path):
+    hosts = {"bad-01": host(tmp_path, vllm_serve_api_key=None), "good-01": host(tmp_path), "good-02": host(tmp_path)}
+    path = tmp_path / "hosts.yml"
+    path.write_text(yaml.safe_dump({"all": {"hosts": hosts}}))
+    proc = run([tool("ansible-playbook"), "-i", str(path), str(REPO / "playbooks" / "deploy.yml"), "--check",
+                "-e", "vllm_deploy_serial=2"], tmp_path)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "fatal: [bad-01]" in out and "without an API key" in out
+    serve_play = out.split("PLAY [Deploy | vLLM services, health-gated]")[1]
+    assert "ok: [good-01]" in serve_play.split("Configure | unit")[1]  # its batch ran to the end
+    flat = " ".join(out.split())
+    assert "The rollout stops here: bad-01 failed (1 of 3 hosts, more than vllm_deploy_max_fail_percentage=0%)" in flat, out[-3000:]
+    assert "[good-02]" not in serve_play  # the next batch never started

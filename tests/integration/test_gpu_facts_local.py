@@ -2,12 +2,12 @@
 """llmfleet.vllm.gpu_facts through a real ``ansible-playbook`` run against localhost.
 
 The GPU tool is ``../shared/fixtures/gpu/fake-nvidia-smi``: a copy of it runs behind a small
-wrapper that redirects its hard-wired ``/etc/fake-gpus.json`` to a JSON file in the test's tmp
-directory (builtins.open is patched before the unchanged script runs), so nothing is written
-to /etc. fake-nvidia-smi answers ``-L``, ``--query-gpu`` and the summary table but not
-``-q -x``: these runs exercise the module's ``--query-gpu`` CSV path (and, with ``"fail": true``,
-the fallback to sysfs). The XML path is covered by tests/unit/test_gpu.py with the real H200
-capture. sysfs comes from tests/unit/fixtures/gpu/sysfs-* through the module's ``sysfs_root``.
+wrapper (tests/fake_gpu_tools.py) that redirects its hard-wired ``/etc/fake-gpus.json`` to a
+JSON file in the test's tmp directory (builtins.open is patched before the unchanged script
+runs), so nothing is written to /etc. fake-nvidia-smi answers ``-L``, ``--query-gpu`` and the
+summary table but not ``-q -x``: these runs exercise the module's ``--query-gpu`` CSV path (and,
+with ``"fail": true``, the fallback to sysfs). The XML path is covered by tests/unit/test_gpu.py
+with the real H200 capture. sysfs comes from tests/unit/fixtures/gpu/sysfs-* through the module's ``sysfs_root``.
 
 No docker needed; each playbook run takes a few seconds.
 """
@@ -23,29 +23,11 @@ import sys
 
 import pytest
 
+from fake_gpu_tools import fake_nvidia_smi_source, install_fake_nvidia_smi
+
 pytestmark = pytest.mark.slow
 
 FIX = pathlib.Path(__file__).resolve().parents[1] / "unit" / "fixtures" / "gpu"
-
-WRAPPER = '''#!{python}
-"""fake-nvidia-smi with its config read from {config} instead of /etc/fake-gpus.json."""
-import builtins
-import runpy
-import sys
-
-_open = builtins.open
-
-
-def _redirect(file, *args, **kwargs):
-    if file == "/etc/fake-gpus.json":
-        file = {config!r}
-    return _open(file, *args, **kwargs)
-
-
-builtins.open = _redirect
-sys.argv[0] = {script!r}
-runpy.run_path({script!r}, run_name="__main__")
-'''
 
 PLAYBOOK = """\
 - name: Detect GPUs
@@ -80,10 +62,7 @@ PLAYBOOK = """\
 
 @pytest.fixture(scope="module")
 def fake_source(shared_dir):
-    source = shared_dir / "fixtures" / "gpu" / "fake-nvidia-smi"
-    if not source.is_file():
-        pytest.skip("%s is absent" % source)
-    return source
+    return fake_nvidia_smi_source(shared_dir)
 
 
 @pytest.fixture(scope="module")
@@ -98,15 +77,7 @@ def ansible_playbook():
 
 def install_fake(fake_source, tmp_path, config):
     """tmp/bin/nvidia-smi: the wrapper; tmp/fake-nvidia-smi.py: the unchanged copy."""
-    script = tmp_path / "fake-nvidia-smi.py"
-    shutil.copyfile(str(fake_source), str(script))
-    cfg = tmp_path / "fake-gpus.json"
-    cfg.write_text(json.dumps(config))
-    (tmp_path / "bin").mkdir(exist_ok=True)
-    wrapper = tmp_path / "bin" / "nvidia-smi"
-    wrapper.write_text(WRAPPER.format(python=sys.executable, config=str(cfg), script=str(script)))
-    wrapper.chmod(0o755)
-    return str(wrapper)
+    return install_fake_nvidia_smi(fake_source, tmp_path, config, wrapper_dir=tmp_path / "bin")
 
 
 def run_play(ansible_playbook, collections_dir, tmp_path, **module_args):

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from ansible_collections.llmfleet.vllm.plugins.module_utils import gpu
+from fake_gpu_tools import fake_nvidia_smi_source, install_fake_nvidia_smi
 
 FIX = pathlib.Path(__file__).resolve().parent / "fixtures" / "gpu"
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -643,40 +644,9 @@ def test_gather_tool_without_gpus_continues(tmp_path):
 # The module's main path (subprocess, with fake-nvidia-smi from ../shared)
 # ---------------------------------------------------------------------------------------------
 
-FAKE_WRAPPER = '''#!{python}
-"""fake-nvidia-smi with its config read from {config} instead of /etc/fake-gpus.json."""
-import builtins
-import runpy
-import sys
-
-_open = builtins.open
-
-
-def _redirect(file, *args, **kwargs):
-    if file == "/etc/fake-gpus.json":
-        file = {config!r}
-    return _open(file, *args, **kwargs)
-
-
-builtins.open = _redirect
-sys.argv[0] = {script!r}
-runpy.run_path({script!r}, run_name="__main__")
-'''
-
-
 def fake_nvidia_smi(shared_dir, tmp_path, config):
     """A copy of ../shared fake-nvidia-smi plus a wrapper that points it at ``config``."""
-    source = shared_dir / "fixtures" / "gpu" / "fake-nvidia-smi"
-    if not source.is_file():
-        pytest.skip("%s is absent" % source)
-    script = tmp_path / "fake-nvidia-smi.py"
-    script.write_text(source.read_text())
-    cfg = tmp_path / "fake-gpus.json"
-    cfg.write_text(json.dumps(config))
-    wrapper = tmp_path / "nvidia-smi"
-    wrapper.write_text(FAKE_WRAPPER.format(python=sys.executable, config=str(cfg), script=str(script)))
-    wrapper.chmod(0o755)
-    return str(wrapper)
+    return install_fake_nvidia_smi(fake_nvidia_smi_source(shared_dir), tmp_path, config)
 
 
 def run_module(tmp_path, collections_dir, **args):

@@ -182,6 +182,7 @@ def test_wheel_build(tmp_path):
     with zipfile.ZipFile(out["wheel"]) as zf:
         names = zf.namelist()
         assert "vllm/_double/catalog/0.28.0.json" in names and "vllm/_double/vllm_flags.py" in names
+        assert "vllm/_double/common.py" in names  # the shared src/_llmfleet_double/common.py, copied in
         assert zf.read("vllm/_version.py") == b'__version__ = "0.29.1"\n'
         assert zf.read("vllm-0.29.1.dist-info/entry_points.txt").decode().strip().endswith("vllm._double.cli:main")
         assert zf.testzip() is None
@@ -230,7 +231,12 @@ def test_ray_and_router_wheels(tmp_path):
         assert all(n.startswith(("vllm/", "vllm-0.28.0.dist-info/")) for n in zf.namelist())  # no ray in vllm's wheel
     with zipfile.ZipFile(ray_a["wheel"]) as zf:
         assert zf.testzip() is None and zf.read("ray/_version.py") == b'__version__ = "2.49.2"\n'
+        common = (DOUBLE / "src" / "_llmfleet_double" / "common.py").read_bytes()
+        assert zf.read("ray/_double/common.py") == common
         assert "Name: ray\n" in zf.read("ray-2.49.2.dist-info/METADATA").decode()
+    with zipfile.ZipFile(router["wheel"]) as zf:
+        assert zf.read("vllm_router/_double/common.py") == common
+        assert all(n.startswith(("vllm_router/", "vllm_router-0.1.9.dist-info/")) for n in zf.namelist())
     out = _console_script(tmp_path / "site", ray_a["wheel"], "ray", ["--version"])
     assert out.returncode == 0 and out.stdout.strip() == "ray, version 2.49.2"
     imp = subprocess.run([sys.executable, "-S", "-c", "import ray; print(ray.__version__, ray.TEST_DOUBLE)"],

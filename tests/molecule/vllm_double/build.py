@@ -13,7 +13,9 @@ Standard library only (no setuptools, wheel or build needed)::
     python build.py router-wheel [--version 0.1.0] -o DIR      # DIR/vllm_router-0.1.0-py3-none-any.whl (vllm-router)
     python build.py image ... --with-ray [--ray-version 2.49.2]  # the image also has the Ray stand-in
 
-The wheel is the package ``vllm`` at that version: the double's sources from ``src/``, the
+The wheel is the package ``vllm`` at that version: the double's sources from ``src/`` (with
+``src/_llmfleet_double/common.py``, the code the doubles share, copied in as
+``vllm/_double/common.py``; the ``ray`` and ``vllm_router`` wheels get their own copy), the
 collection's flag checker (``plugins/module_utils/vllm_flags.py`` and ``errors.py``) and the
 flag catalogue of that version from ``data/vllm_cli/``, and a ``vllm`` console script. It is
 meant for molecule test hosts only: it is built into the scenario's ephemeral directory and
@@ -46,6 +48,7 @@ SRC = os.path.join(HERE, "src")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 MODULE_UTILS = os.path.join(ROOT, "plugins", "module_utils")
 CATALOGS = os.path.join(ROOT, "data", "vllm_cli")
+COMMON = os.path.join(SRC, "_llmfleet_double", "common.py")  # shared by the doubles; each wheel gets a copy
 FIXED_TIME = (2026, 1, 1, 0, 0, 0)  # reproducible wheels: same input, same bytes
 
 
@@ -71,10 +74,19 @@ def _tree_files(package):
     return files
 
 
+def _double_files(package, version):
+    """``src/<package>``, the shared ``_llmfleet_double/common.py`` as ``<package>/_double/common.py``
+    and a ``<package>/_version.py`` of ``version``: (archive name, bytes) each."""
+    files = _tree_files(package)
+    with open(COMMON, "rb") as fh:
+        files.append((package + "/_double/common.py", fh.read()))
+    files.append((package + "/_version.py", ('__version__ = "%s"\n' % version).encode()))
+    return files
+
+
 def package_files(version):
     """(archive name, bytes) of the ``vllm`` package at ``version``."""
-    files = _tree_files("vllm")
-    files.append(("vllm/_version.py", ('__version__ = "%s"\n' % version).encode()))
+    files = _double_files("vllm", version)
     for name in ("vllm_flags.py", "errors.py"):
         with open(os.path.join(MODULE_UTILS, name), "rb") as fh:
             files.append(("vllm/_double/" + name, fh.read()))
@@ -86,12 +98,12 @@ def package_files(version):
 
 def ray_files(version):
     """(archive name, bytes) of the Ray stand-in package ``ray`` at ``version``."""
-    return _tree_files("ray") + [("ray/_version.py", ('__version__ = "%s"\n' % version).encode())]
+    return _double_files("ray", version)
 
 
 def router_files(version):
     """(archive name, bytes) of the vllm-router stand-in package ``vllm_router`` at ``version``."""
-    return _tree_files("vllm_router") + [("vllm_router/_version.py", ('__version__ = "%s"\n' % version).encode())]
+    return _double_files("vllm_router", version)
 
 
 def _record_hash(data):

@@ -29,6 +29,11 @@ import time
 import ray
 from ray._double import gcs
 
+try:
+    from ray._double import common  # copied into the wheel by build.py
+except ImportError:  # the source tree: src/_llmfleet_double
+    from _llmfleet_double import common
+
 
 def _gpus_default():
     return float(os.environ.get("VLLM_DOUBLE_GPUS_PER_NODE") or 1)
@@ -107,7 +112,7 @@ def start(args, ap):
     if args.head:
         ip = args.node_ip_address or _local_ip()
         head = {"node_id": gcs.new_node_id(), "node_ip": ip, "num_gpus": float(gpus), "is_head": True,
-                "peer": None, "pid": os.getpid(), "hostname": socket.gethostname(), "env": gcs.node_env()}
+                "peer": None, "pid": os.getpid(), "hostname": socket.gethostname(), "env": common.node_env()}
         server = gcs.Gcs(args.port, head)
         err = server.start()
         if err:

@@ -19,7 +19,6 @@ seconds is removed from the cluster (the drivers are told); a node that loses th
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import socket
 import sys
@@ -27,26 +26,17 @@ import threading
 import time
 import uuid
 
-ENV_NAMES = ("VLLM_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "NCCL_IB_HCA")
+try:
+    from ray._double import common  # copied into the wheel by build.py
+except ImportError:  # the source tree: src/_llmfleet_double
+    from _llmfleet_double import common
+
 DEFAULT_PORT = 6379
-RETRY_INTERVAL = 0.5
 
 
 def log(msg, level="INFO"):
     sys.stdout.write("%s %s [ray-double] %s\n" % (time.strftime("%Y-%m-%d %H:%M:%S"), level, msg))
     sys.stdout.flush()
-
-
-def rendezvous_timeout():
-    return float(os.environ.get("VLLM_DOUBLE_RENDEZVOUS_TIMEOUT") or 900)
-
-
-def heartbeat_timeout():
-    return float(os.environ.get("VLLM_DOUBLE_HEARTBEAT_TIMEOUT") or 5)
-
-
-def heartbeat_interval():
-    return min(0.5, heartbeat_timeout() / 4.0)
 
 
 def parse_address(address, default_port=DEFAULT_PORT):
@@ -66,132 +56,38 @@ def new_node_id():
     return hashlib.sha224(uuid.uuid4().bytes).hexdigest()
 
 
-def node_env():
-    return dict((name, os.environ.get(name)) for name in ENV_NAMES)
-
-
-class Conn(object):
-    def __init__(self, sock, timeout):
-        self.sock = sock
-        sock.settimeout(timeout)
-        self.rfile = sock.makefile("rb")
-        self.wlock = threading.Lock()
-        self.closed = threading.Event()
-        try:
-            self.peer = sock.getpeername()[0]
-        except OSError:
-            self.peer = None
-
-    def send(self, obj):
-        with self.wlock:
-            self.sock.sendall((json.dumps(obj) + "\n").encode("utf-8"))
-
-    def try_send(self, obj):
-        try:
-            self.send(obj)
-            return True
-        except OSError:
-            return False
-
-    def recv(self):
-        line = self.rfile.readline(1 << 20)
-        if not line or not line.endswith(b"\n"):
-            return None
-        msg = json.loads(line.decode("utf-8"))
-        if not isinstance(msg, dict):
-            raise ValueError("not a JSON object")
-        return msg
-
-    def recv_skip_hb(self):
-        while True:
-            msg = self.recv()
-            if msg is None or msg.get("op") != "hb":
-                return msg
-
-    def close(self):
-        self.closed.set()
-        for action in (lambda: self.sock.shutdown(socket.SHUT_RDWR), self.rfile.close, self.sock.close):
-            try:
-                action()
-            except OSError:
-                pass
-
-    def heartbeats(self):
-        t = threading.Thread(target=self._hb_loop)
-        t.daemon = True
-        t.start()
-
-    def _hb_loop(self):
-        while not self.closed.wait(heartbeat_interval()):
-            if not self.try_send({"op": "hb"}):
-                return
-
-
-def read_until_gone(conn):
-    """Read (and drop) messages until the connection ends; returns why it ended."""
-    try:
-        while conn.recv() is not None:
-            pass
-        return "connection closed"
-    except socket.timeout:
-        return "no heartbeat for %.1f s" % heartbeat_timeout()
-    except (OSError, ValueError) as exc:
-        return str(exc) or exc.__class__.__name__
-
-
 def connect(host, port, deadline, stop, what):
-    """A connected socket, retrying every RETRY_INTERVAL until ``deadline``; None on timeout/stop."""
-    last_note = 0.0
-    while not stop.is_set():
-        left = deadline - time.time()
-        if left <= 0:
-            return None
-        try:
-            return socket.create_connection((host, port), timeout=min(2.0, max(left, 0.1)))
-        except OSError as exc:
-            if time.time() - last_note > 10:
-                log("Unable to connect to GCS at %s:%d (%s); retrying every %.1f s while waiting for %s" % (
-                    host, port, exc.strerror or exc, RETRY_INTERVAL, what))
-                last_note = time.time()
-            stop.wait(RETRY_INTERVAL)
-    return None
+    """A socket connected to the GCS, retrying every RETRY_INTERVAL until ``deadline``; None on timeout/stop."""
+
+    def note(exc):
+        log("Unable to connect to GCS at %s:%d (%s); retrying every %.1f s while waiting for %s" % (
+            host, port, exc.strerror or exc, common.RETRY_INTERVAL, what))
+
+    return common.connect(host, port, deadline, stop, note)
 
 
-class Gcs(object):
+class Gcs(common.Hub):
     """The head: a GCS stand-in that keeps the node table."""
 
     def __init__(self, port, head_node):
+        common.Hub.__init__(self)
         self.port = port
-        self.lock = threading.Lock()
         self.nodes = {}
         self.order = []
         self.drivers = []
-        self.listener = None
         self._add(dict(head_node, conn=None))
 
     def start(self, bind="0.0.0.0"):
         try:
-            self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            self.listener.bind((bind, self.port))
-            self.listener.listen(64)
+            self.listen(bind, self.port)
         except OSError as exc:
             return "Failed to start the GCS server on port %d: %s" % (self.port, exc)
-        for target in (self._accept_loop, self._heartbeats):
-            t = threading.Thread(target=target)
-            t.daemon = True
-            t.start()
+        self.serve()
         return None
 
-    def close(self):
-        try:
-            self.listener.close()
-        except (OSError, AttributeError):
-            pass
+    def _conns(self):
         with self.lock:
-            conns = [n["conn"] for n in self.nodes.values() if n["conn"] is not None] + list(self.drivers)
-        for c in conns:
-            c.close()
+            return [n["conn"] for n in self.nodes.values() if n["conn"] is not None] + list(self.drivers)
 
     def summary(self):
         with self.lock:
@@ -209,26 +105,8 @@ class Gcs(object):
         for d in drivers:
             d.try_send(msg)
 
-    def _accept_loop(self):
-        while True:
-            try:
-                sock, _addr = self.listener.accept()
-            except OSError:
-                return
-            t = threading.Thread(target=self._handle, args=(sock,))
-            t.daemon = True
-            t.start()
-
-    def _heartbeats(self):
-        while True:
-            time.sleep(heartbeat_interval())
-            with self.lock:
-                conns = [n["conn"] for n in self.nodes.values() if n["conn"] is not None] + list(self.drivers)
-            for c in conns:
-                c.try_send({"op": "hb"})
-
     def _handle(self, sock):
-        conn = Conn(sock, heartbeat_timeout())
+        conn = common.Conn(sock, common.heartbeat_timeout())
         try:
             msg = conn.recv_skip_hb() or {}
         except (OSError, ValueError):
@@ -244,7 +122,7 @@ class Gcs(object):
                 self.drivers.append(conn)
             log("driver (pid %s) connected from %s" % (msg.get("pid"), conn.peer))
             conn.try_send(dict(self.summary(), op="nodes"))
-            why = read_until_gone(conn)
+            why = common.read_until_gone(conn)
             with self.lock:
                 self.drivers.remove(conn)
             log("driver (pid %s) from %s disconnected (%s)" % (msg.get("pid"), conn.peer, why))
@@ -270,7 +148,7 @@ class Gcs(object):
             node["node_ip"], node["node_id"][:8], _num(gpus), len(summary["nodes"]), _num(summary["total_gpus"])))
         conn.try_send(dict(summary, op="registered", node_id=node["node_id"]))
         self._notify()
-        why = read_until_gone(conn)
+        why = common.read_until_gone(conn)
         with self.lock:
             self.nodes.pop(node["node_id"], None)
             self.order.remove(node["node_id"])
@@ -287,7 +165,7 @@ def _num(x):
 def query_status(host, port, timeout=5.0):
     """The GCS's status dict; raises OSError when unreachable."""
     sock = socket.create_connection((host, port), timeout=timeout)
-    conn = Conn(sock, timeout)
+    conn = common.Conn(sock, timeout)
     try:
         conn.send({"op": "status"})
         reply = conn.recv_skip_hb()
@@ -302,20 +180,21 @@ def query_status(host, port, timeout=5.0):
 
 def run_worker_node(host, port, node_ip, num_gpus, stop):
     """``ray start --address H:P --block``: register, stay connected; exit status."""
-    deadline = time.time() + rendezvous_timeout()
+    deadline = time.time() + common.rendezvous_timeout()
     while True:
         sock = connect(host, port, deadline, stop, "the head node")
         if sock is None:
             if stop.is_set():
                 return 0
             log("Unable to connect to GCS at %s:%d within %g s (VLLM_DOUBLE_RENDEZVOUS_TIMEOUT). Check that the "
-                "head node is running (ray start --head) and reachable." % (host, port, rendezvous_timeout()), "ERROR")
+                "head node is running (ray start --head) and reachable." % (host, port, common.rendezvous_timeout()),
+                "ERROR")
             return 1
-        conn = Conn(sock, heartbeat_timeout())
+        conn = common.Conn(sock, common.heartbeat_timeout())
         ip = node_ip or sock.getsockname()[0]
         try:
             conn.send({"op": "register", "node_ip": ip, "num_gpus": num_gpus, "pid": os.getpid(),
-                       "hostname": socket.gethostname(), "env": node_env()})
+                       "hostname": socket.gethostname(), "env": common.node_env()})
             reply = conn.recv_skip_hb()
         except (OSError, ValueError):
             reply = None
@@ -324,7 +203,7 @@ def run_worker_node(host, port, node_ip, num_gpus, stop):
             return 1
         if not reply or reply.get("op") != "registered":
             conn.close()
-            stop.wait(RETRY_INTERVAL)
+            stop.wait(common.RETRY_INTERVAL)
             continue
         break
     log("Local node IP: %s" % ip)
@@ -334,12 +213,10 @@ def run_worker_node(host, port, node_ip, num_gpus, stop):
     result = {}
 
     def monitor():
-        result["why"] = read_until_gone(conn)
+        result["why"] = common.read_until_gone(conn)
         stop.set()
 
-    t = threading.Thread(target=monitor)
-    t.daemon = True
-    t.start()
+    common.daemon(monitor)
     stop.wait()
     if "why" in result and not conn.closed.is_set():
         log("Some Ray subprocesses exited unexpectedly: the GCS at %s:%d is gone (%s)" % (host, port, result["why"]),
@@ -368,12 +245,10 @@ class Driver(object):
         sock = connect(self.host, self.port, deadline, stop, "the Ray cluster")
         if sock is None:
             return False
-        self.conn = Conn(sock, heartbeat_timeout())
+        self.conn = common.Conn(sock, common.heartbeat_timeout())
         self.conn.try_send({"op": "driver", "pid": os.getpid()})
         self.conn.heartbeats()
-        t = threading.Thread(target=self._reader)
-        t.daemon = True
-        t.start()
+        common.daemon(self._reader)
         return True
 
     def close(self):
@@ -393,10 +268,8 @@ class Driver(object):
                         self.cond.notify_all()
                     if self.on_change:
                         self.on_change()
-        except socket.timeout:
-            why = "no heartbeat for %.1f s" % heartbeat_timeout()
         except (OSError, ValueError) as exc:
-            why = str(exc) or exc.__class__.__name__
+            why = common.why_gone(exc)
         with self.cond:
             self.gone = why
             self.cond.notify_all()

@@ -38,6 +38,11 @@ import time
 import vllm
 from vllm._double import cluster
 
+try:
+    from vllm._double import common  # copied into the wheel by build.py
+except ImportError:  # the source tree: src/_llmfleet_double
+    from _llmfleet_double import common
+
 PROG = "vllm"
 
 
@@ -291,12 +296,10 @@ class Topology(object):
         if self.mp:
             log("multi-node (mp): node rank %d of %d, head %s:%d" % (
                 a["node_rank"], a["nnodes"], a["master_addr"], a["master_port"]))
-            spec = cluster.MpSpec(a["nnodes"], a["node_rank"], a["master_addr"], a["master_port"], self.signature)
-            hello = cluster.make_hello(spec, a["node_rank"], a["nnodes"], self.dp_start, self.dp_local, self.dp_size)
-            group, status = cluster.run_group(spec, hello, on_fatal, stop)
-            if group is None:
+            status = self._form_group(cluster.MpSpec(a["nnodes"], a["node_rank"], a["master_addr"], a["master_port"],
+                                                     self.signature), stop, on_fatal)
+            if status is not None:
                 return status
-            self.groups.append(group)
         if self.dp_size > 1:
             log("data parallel ranks %s of %d (start rank %d)" % (
                 cluster.rank_range(self.dp_start, self.dp_local), self.dp_size, self.dp_start))
@@ -304,16 +307,22 @@ class Topology(object):
             log("data parallel rendezvous: left to node rank 0 of this node's group")
         elif self.dp:
             addr = a["data_parallel_address"] or "127.0.0.1"
-            spec = cluster.DpSpec(self.dp_size, self.dp_local, self.dp_start, addr, a["data_parallel_rpc_port"],
-                                  self.signature)
-            hello = cluster.make_hello(spec, a["node_rank"], a["nnodes"], self.dp_start, self.dp_local, self.dp_size)
-            group, status = cluster.run_group(spec, hello, on_fatal, stop)
-            if group is None:
+            status = self._form_group(cluster.DpSpec(self.dp_size, self.dp_local, self.dp_start, addr,
+                                                     a["data_parallel_rpc_port"], self.signature), stop, on_fatal)
+            if status is not None:
                 return status
-            self.groups.append(group)
         if self.ray:
             return self._join_ray(stop, on_fatal)
         return None
+
+    def _form_group(self, spec, stop, on_fatal):
+        """Form the group of ``spec`` (kept in ``groups``); None when formed, else the exit status."""
+        a = self.args
+        hello = cluster.make_hello(spec, a["node_rank"], a["nnodes"], self.dp_start, self.dp_local, self.dp_size)
+        group, status = cluster.run_group(spec, hello, on_fatal, stop)
+        if group is not None:
+            self.groups.append(group)
+        return status
 
     @staticmethod
     def _ray_client():
@@ -344,13 +353,13 @@ class Topology(object):
         self.ray_address = "%s:%d" % (host, port)
         log("connecting to the Ray cluster at %s (RAY_ADDRESS=%s); needs %d GPUs (tensor_parallel_size x "
             "pipeline_parallel_size)" % (self.ray_address, env_addr, self.world))
-        deadline = time.time() + cluster.rendezvous_timeout()
+        deadline = time.time() + common.rendezvous_timeout()
         drv = driver_cls(host, port)
         if not drv.connect(deadline, stop):
             if stop.is_set():
                 return 0
             log("gave up: no Ray cluster at %s within %g s (VLLM_DOUBLE_RENDEZVOUS_TIMEOUT)" % (
-                self.ray_address, cluster.rendezvous_timeout()), "ERROR")
+                self.ray_address, common.rendezvous_timeout()), "ERROR")
             return 1
         self.ray_driver = drv
         chunk = 1.0  # the first answer comes at once; then a note every 10 s, as vLLM's placement group wait
@@ -364,7 +373,7 @@ class Topology(object):
                 return 1
             if time.time() >= deadline:
                 log("gave up after %g s (VLLM_DOUBLE_RENDEZVOUS_TIMEOUT): the Ray cluster at %s has %g GPUs, "
-                    "needs %d" % (cluster.rendezvous_timeout(), self.ray_address, drv.total_gpus, self.world), "ERROR")
+                    "needs %d" % (common.rendezvous_timeout(), self.ray_address, drv.total_gpus, self.world), "ERROR")
                 drv.close()
                 return 1
             log("waiting for the Ray cluster at %s to have %d GPUs (it has %g on %d nodes); check `ray status`" % (
@@ -402,7 +411,7 @@ class Topology(object):
                 entry = {"kind": "ray", "node_id": n.get("node_id"), "node_ip": n.get("node_ip"),
                          "num_gpus": n.get("num_gpus"), "is_head": n.get("is_head"), "peer": n.get("peer"),
                          "pid": n.get("pid"), "hostname": n.get("hostname"), "node_rank": None}
-                for name in cluster.ENV_NAMES:
+                for name in common.ENV_NAMES:
                     entry[name] = (n.get("env") or {}).get(name)
                 out.append(entry)
         return out
@@ -425,7 +434,7 @@ class Topology(object):
             "ray_address": self.ray_address,
             "ray_gpus": self.ray_driver.total_gpus if self.ray_driver is not None else None,
         }
-        doc.update(cluster.node_env())
+        doc.update(common.node_env())
         return doc
 
 

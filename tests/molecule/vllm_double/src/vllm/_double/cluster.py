@@ -35,30 +35,15 @@ import sys
 import threading
 import time
 
-ENV_NAMES = ("VLLM_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "NCCL_IB_HCA")
-RETRY_INTERVAL = 0.5
+try:
+    from vllm._double import common  # copied into the wheel by build.py
+except ImportError:  # the source tree: src/_llmfleet_double
+    from _llmfleet_double import common
 
 
 def log(msg, level="INFO"):
     sys.stdout.write("%s %s [vllm-double] %s\n" % (level, time.strftime("%m-%d %H:%M:%S"), msg))
     sys.stdout.flush()
-
-
-def rendezvous_timeout():
-    return float(os.environ.get("VLLM_DOUBLE_RENDEZVOUS_TIMEOUT") or 900)
-
-
-def heartbeat_timeout():
-    return float(os.environ.get("VLLM_DOUBLE_HEARTBEAT_TIMEOUT") or 5)
-
-
-def heartbeat_interval():
-    return min(0.5, heartbeat_timeout() / 4.0)
-
-
-def node_env():
-    """This node's networking environment as a hello carries it (``None`` when unset)."""
-    return dict((name, os.environ.get(name)) for name in ENV_NAMES)
 
 
 def rank_range(start, size):
@@ -68,86 +53,34 @@ def rank_range(start, size):
         return "%s..?" % (start,)
 
 
-class Conn(object):
-    """One line-JSON connection; reads time out after the heartbeat timeout."""
-
-    def __init__(self, sock, timeout):
-        self.sock = sock
-        sock.settimeout(timeout)
-        self.rfile = sock.makefile("rb")
-        self.wlock = threading.Lock()
-        self.closed = threading.Event()
-        try:
-            self.peer = sock.getpeername()[0]
-        except OSError:
-            self.peer = None
-
-    def send(self, obj):
-        data = (json.dumps(obj) + "\n").encode("utf-8")
-        with self.wlock:
-            self.sock.sendall(data)
-
-    def try_send(self, obj):
-        try:
-            self.send(obj)
-            return True
-        except OSError:
-            return False
-
-    def recv(self):
-        """The next message, or None at end of stream. Raises OSError (timeout too) or ValueError."""
-        line = self.rfile.readline(1 << 20)
-        if not line or not line.endswith(b"\n"):
-            return None
-        msg = json.loads(line.decode("utf-8"))
-        if not isinstance(msg, dict):
-            raise ValueError("not a JSON object")
-        return msg
-
-    def recv_skip_hb(self):
-        while True:
-            msg = self.recv()
-            if msg is None or msg.get("op") != "hb":
-                return msg
-
-    def close(self, write_first=False):
-        self.closed.set()
-        try:
-            self.sock.shutdown(socket.SHUT_WR if write_first else socket.SHUT_RDWR)
-        except OSError:
-            pass
-        if not write_first:
-            for f in (self.rfile, self.sock):
-                try:
-                    f.close()
-                except OSError:
-                    pass
-
-
-def heartbeat_loop(conn):
-    interval = heartbeat_interval()
-    while not conn.closed.wait(interval):
-        if not conn.try_send({"op": "hb"}):
-            return
-
-
 # ---------------------------------------------------------------------------
 # the two kinds of groups
 # ---------------------------------------------------------------------------
 
 
-class MpSpec(object):
+class _Spec(object):
+    """What a group's members must agree on: where the coordinator listens (``addr``, ``port``) and
+    the parallel ``signature``. Subclasses: the ranks, and how hellos are checked and described."""
+
+    kind = None
+    what = None
+
+    def __init__(self, addr, port, signature):
+        self.addr, self.port, self.signature = addr, port, signature
+
+    def endpoint(self):
+        return "%s:%d" % (self.addr, self.port)
+
+
+class MpSpec(_Spec):
     """``--nnodes`` / ``--node-rank`` / ``--master-addr`` / ``--master-port``."""
 
     kind = "mp"
     what = "head"
 
     def __init__(self, nnodes, node_rank, addr, port, signature):
-        self.nnodes, self.node_rank, self.addr, self.port = nnodes, node_rank, addr, port
-        self.signature = signature
-
-    def endpoint(self):
-        return "%s:%d" % (self.addr, self.port)
+        _Spec.__init__(self, addr, port, signature)
+        self.nnodes, self.node_rank = nnodes, node_rank
 
     def is_coordinator(self):
         return self.node_rank == 0
@@ -187,18 +120,15 @@ class MpSpec(object):
         return "joined head %s as node rank %d" % (self.endpoint(), self.node_rank)
 
 
-class DpSpec(object):
+class DpSpec(_Spec):
     """``--data-parallel-size`` / ``-size-local`` / ``-start-rank`` / ``-address`` / ``-rpc-port``."""
 
     kind = "dp"
     what = "data parallel coordinator"
 
     def __init__(self, size, size_local, start_rank, addr, port, signature):
+        _Spec.__init__(self, addr, port, signature)
         self.size, self.size_local, self.start_rank = size, size_local, start_rank
-        self.addr, self.port, self.signature = addr, port, signature
-
-    def endpoint(self):
-        return "%s:%d" % (self.addr, self.port)
 
     def is_coordinator(self):
         return self.start_rank == 0
@@ -263,7 +193,7 @@ def signature_problem(theirs, ours):
 def make_hello(spec, node_rank, nnodes, dp_start_rank, dp_size_local, dp_size):
     return {"op": "hello", "kind": spec.kind, "node_rank": node_rank, "nnodes": nnodes,
             "dp_start_rank": dp_start_rank, "dp_size_local": dp_size_local, "dp_size": dp_size,
-            "signature": spec.signature, "env": node_env(), "pid": os.getpid(), "hostname": socket.gethostname()}
+            "signature": spec.signature, "env": common.node_env(), "pid": os.getpid(), "hostname": socket.gethostname()}
 
 
 def joined_entry(kind, hello, peer):
@@ -271,7 +201,7 @@ def joined_entry(kind, hello, peer):
              "hostname": hello.get("hostname")}
     if kind == "dp":
         entry.update(dp_start_rank=hello.get("dp_start_rank"), dp_size_local=hello.get("dp_size_local"))
-    for name in ENV_NAMES:
+    for name in common.ENV_NAMES:
         entry[name] = (hello.get("env") or {}).get(name)
     return entry
 
@@ -281,33 +211,26 @@ def joined_entry(kind, hello, peer):
 # ---------------------------------------------------------------------------
 
 
-class Coordinator(object):
+class Coordinator(common.Hub):
     def __init__(self, spec, own_hello, on_fatal):
+        common.Hub.__init__(self)
         self.spec = spec
         self.on_fatal = on_fatal
-        self.lock = threading.Lock()
         self.own = own_hello
         self.members = {spec.key(own_hello): {"hello": own_hello, "conn": None, "peer": "self"}}
         self.formed = threading.Event()
         self.lost = False
         self.closing = False
-        self.listener = None
 
     def start(self, bind="0.0.0.0"):
         """Listen; returns an error message (the port is taken) or None."""
         try:
-            self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            self.listener.bind((bind, self.spec.port))
-            self.listener.listen(64)
+            self.listen(bind, self.spec.port)
         except OSError as exc:
             return "cannot listen on %s:%d for the %s group: %s" % (bind, self.spec.port, self.spec.kind, exc)
         log("%s listening on %s:%d (%s group); waiting for %s" % (
             self.spec.what, bind, self.spec.port, self.spec.kind, self.spec.missing(self.members)))
-        for target in (self._accept_loop, self._heartbeats):
-            t = threading.Thread(target=target)
-            t.daemon = True
-            t.start()
+        self.serve()
         if self.spec.complete(self.members):
             self.formed.set()
         return None
@@ -334,37 +257,15 @@ class Coordinator(object):
 
     def close(self):
         self.closing = True
-        try:
-            self.listener.close()
-        except (OSError, AttributeError):
-            pass
+        common.Hub.close(self)
+
+    def _conns(self):
         with self.lock:
-            conns = [m["conn"] for m in self.members.values() if m["conn"] is not None]
-        for c in conns:
-            c.close()
+            return [m["conn"] for m in self.members.values() if m["conn"] is not None]
 
     # -- threads ---------------------------------------------------------------
-    def _accept_loop(self):
-        while True:
-            try:
-                sock, _addr = self.listener.accept()
-            except OSError:
-                return
-            t = threading.Thread(target=self._handle, args=(sock,))
-            t.daemon = True
-            t.start()
-
-    def _heartbeats(self):
-        interval = heartbeat_interval()
-        while True:
-            time.sleep(interval)
-            with self.lock:
-                conns = [m["conn"] for m in self.members.values() if m["conn"] is not None]
-            for c in conns:
-                c.try_send({"op": "hb"})
-
     def _handle(self, sock):
-        conn = Conn(sock, heartbeat_timeout())
+        conn = common.Conn(sock, common.heartbeat_timeout())
         try:
             hello = conn.recv_skip_hb()
         except (OSError, ValueError):
@@ -399,15 +300,7 @@ class Coordinator(object):
                         m["conn"].try_send({"op": "formed", "joined": joined, "coordinator": coordinator})
                 log(self.spec.formed_line())
                 self.formed.set()
-        why = "connection closed"
-        try:
-            while conn.recv() is not None:
-                pass
-        except socket.timeout:
-            why = "no heartbeat for %.1f s" % heartbeat_timeout()
-        except (OSError, ValueError) as exc:
-            why = str(exc) or exc.__class__.__name__
-        self._gone(key, entry, why)
+        self._gone(key, entry, common.read_until_gone(conn))
 
     def _gone(self, key, entry, why):
         with self.lock:
@@ -451,33 +344,28 @@ class Member(object):
     def join(self, deadline, stop):
         """'formed', 'rejected', 'timeout' or 'stopped' (errors are logged here)."""
         endpoint = self.spec.endpoint()
-        last_note = 0.0
+        throttle = common.Throttle()
+
+        def waiting(exc):
+            log("waiting for the %s at %s (%s); retrying every %.1f s" % (
+                self.spec.what, endpoint, exc.strerror or exc, common.RETRY_INTERVAL))
+
         while True:
-            if stop.is_set():
-                return "stopped"
-            left = deadline - time.time()
-            if left <= 0:
+            sock = common.connect(self.spec.addr, self.spec.port, deadline, stop, waiting, throttle)
+            if sock is None:
+                if stop.is_set():
+                    return "stopped"
                 log("gave up: the %s at %s did not form the group within %g s (VLLM_DOUBLE_RENDEZVOUS_TIMEOUT) as %s" % (
-                    self.spec.what, endpoint, rendezvous_timeout(), self.spec.describe(self.hello)), "ERROR")
+                    self.spec.what, endpoint, common.rendezvous_timeout(), self.spec.describe(self.hello)), "ERROR")
                 return "timeout"
-            try:
-                sock = socket.create_connection((self.spec.addr, self.spec.port), timeout=min(2.0, max(left, 0.1)))
-            except OSError as exc:
-                if time.time() - last_note > 10:
-                    log("waiting for the %s at %s (%s); retrying every %.1f s" % (
-                        self.spec.what, endpoint, exc.strerror or exc, RETRY_INTERVAL))
-                    last_note = time.time()
-                stop.wait(RETRY_INTERVAL)
-                continue
-            conn = Conn(sock, heartbeat_timeout())
+            conn = common.Conn(sock, common.heartbeat_timeout())
             result = self._session(conn, deadline, stop)
             if result in ("formed", "rejected", "stopped", "timeout"):
                 return result
             conn.close()
-            if time.time() - last_note > 10:
+            if throttle.ready():
                 log("the %s at %s %s; retrying" % (self.spec.what, endpoint, result), "WARNING")
-                last_note = time.time()
-            stop.wait(RETRY_INTERVAL)
+            stop.wait(common.RETRY_INTERVAL)
 
     def _session(self, conn, deadline, stop):
         endpoint = self.spec.endpoint()
@@ -498,16 +386,14 @@ class Member(object):
         if reply.get("op") != "welcome":
             return "answered %r" % reply.get("op")
         log(self.spec.welcome_line())
-        hb = threading.Thread(target=heartbeat_loop, args=(conn,))
-        hb.daemon = True
-        hb.start()
+        conn.heartbeats()
         while True:
             if stop.is_set():
                 conn.close()
                 return "stopped"
             if time.time() > deadline:
                 log("gave up: the group at %s did not form within %g s (VLLM_DOUBLE_RENDEZVOUS_TIMEOUT)" % (
-                    endpoint, rendezvous_timeout()), "ERROR")
+                    endpoint, common.rendezvous_timeout()), "ERROR")
                 conn.close()
                 return "timeout"
             try:
@@ -524,9 +410,7 @@ class Member(object):
                 self.coordinator = msg.get("coordinator")
                 self.conn = conn
                 log(self.spec.formed_line())
-                t = threading.Thread(target=self._monitor, args=(conn,))
-                t.daemon = True
-                t.start()
+                common.daemon(self._monitor, conn)
                 return "formed"
 
     def _monitor(self, conn):
@@ -548,10 +432,8 @@ class Member(object):
                 if msg.get("op") == "lost":
                     message, why = msg.get("message") or message, "reported by the %s" % where
                     break
-        except socket.timeout:
-            why = "no heartbeat for %.1f s" % heartbeat_timeout()
         except (OSError, ValueError) as exc:
-            why = str(exc) or exc.__class__.__name__
+            why = common.why_gone(exc)
         if conn.closed.is_set() and why == "connection closed":
             return  # we closed it ourselves (shutting down)
         if not why.startswith("reported"):
@@ -568,7 +450,7 @@ class Member(object):
 
 def run_group(spec, hello, on_fatal, stop):
     """Form one group; returns (group, None) or (None, exit status)."""
-    deadline = time.time() + rendezvous_timeout()
+    deadline = time.time() + common.rendezvous_timeout()
     if spec.is_coordinator():
         group = Coordinator(spec, hello, on_fatal)
         err = group.start()
@@ -580,7 +462,7 @@ def run_group(spec, hello, on_fatal, stop):
                 group.close()
                 return None, 0
             log("gave up after %g s (VLLM_DOUBLE_RENDEZVOUS_TIMEOUT) waiting for %s to join on port %d" % (
-                rendezvous_timeout(), group.missing(), spec.port), "ERROR")
+                common.rendezvous_timeout(), group.missing(), spec.port), "ERROR")
             group.close()
             return None, 1
         return group, None

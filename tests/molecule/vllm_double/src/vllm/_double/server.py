@@ -27,12 +27,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import socket
-import sys
 import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+try:
+    from vllm._double import common  # copied into the wheel by build.py
+except ImportError:  # the source tree: src/_llmfleet_double
+    from _llmfleet_double import common
 
 WORDS = [" Hello", " from", " the", " vLLM", " test", " double", "."]
 MAX_TOKENS_CAP = 256
@@ -58,37 +60,13 @@ def _sha(name):
     return hashlib.sha256(value.encode("utf-8")).hexdigest() if value else None
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(common.Handler):
     server_version = "uvicorn"
-    sys_version = ""
-    protocol_version = "HTTP/1.0"  # streams end when the connection closes
-
-    @property
-    def state(self):
-        return self.server.state
+    access_log = 'INFO:     %s:%d - "%s" %s\n'
 
     # -- plumbing ------------------------------------------------------------
-    def log_message(self, format, *args):  # pylint: disable=redefined-builtin
-        status = args[1] if len(args) > 1 else ""
-        host, port = self.client_address[0], self.client_address[1]
-        sys.stdout.write('INFO:     %s:%d - "%s" %s\n' % (host, port, self.requestline, status))
-        sys.stdout.flush()
-
-    def send_json(self, code, obj):
-        body = json.dumps(obj).encode("utf-8")
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
     def send_text(self, code, text, ctype="text/plain; charset=utf-8"):
-        body = text.encode("utf-8")
-        self.send_response(code)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        self.send_body(code, text.encode("utf-8"), ctype)
 
     def error(self, code, message, etype):
         self.send_json(code, {"error": {"message": message, "type": etype, "param": None, "code": code}})
@@ -287,15 +265,5 @@ class Handler(BaseHTTPRequestHandler):
         return "\n".join(lines) + "\n"
 
 
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-
 def make_server(host, port, cfg):
-    cls = Server
-    if ":" in host:
-        cls = type("Server6", (Server,), {"address_family": socket.AF_INET6})
-    srv = cls((host, port), Handler)
-    srv.state = State(cfg)
-    return srv
+    return common.make_server(host, port, Handler, State(cfg))

@@ -20,12 +20,14 @@ import http.client
 import itertools
 import json
 import os
-import socket
-import sys
 import threading
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
+
+try:
+    from vllm_router._double import common  # copied into the wheel by build.py
+except ImportError:  # the source tree: src/_llmfleet_double
+    from _llmfleet_double import common
 
 
 class Backend(object):
@@ -75,30 +77,9 @@ class State(object):
         return self.prefill + self.decode + self.workers
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(common.Handler):
     server_version = "vllm-router-double"
-    sys_version = ""
-    protocol_version = "HTTP/1.0"
-
-    @property
-    def state(self):
-        return self.server.state
-
-    def log_message(self, format, *args):  # pylint: disable=redefined-builtin
-        status = args[1] if len(args) > 1 else ""
-        host, port = self.client_address[0], self.client_address[1]
-        sys.stdout.write('INFO %s:%d "%s" %s\n' % (host, port, self.requestline, status))
-        sys.stdout.flush()
-
-    def send_body(self, code, body, ctype):
-        self.send_response(code)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def send_json(self, code, obj):
-        self.send_body(code, json.dumps(obj).encode("utf-8"), "application/json")
+    access_log = 'INFO %s:%d "%s" %s\n'
 
     def backend_headers(self, request_id=None):
         headers = {"Content-Type": "application/json"}
@@ -233,15 +214,5 @@ class Handler(BaseHTTPRequestHandler):
             conn.close()
 
 
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-
 def make_server(host, port, cfg):
-    cls = Server
-    if ":" in host:
-        cls = type("Server6", (Server,), {"address_family": socket.AF_INET6})
-    srv = cls((host, port), Handler)
-    srv.state = State(cfg)
-    return srv
+    return common.make_server(host, port, Handler, State(cfg))
