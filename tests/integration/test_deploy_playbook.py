@@ -177,5 +177,5 @@ def test_a_failed_host_lets_its_batch_finish_then_stops_the_rollout(tmp_path):
     serve_play = out.split("PLAY [Deploy | vLLM services, health-gated]")[1]
     assert "ok: [good-01]" in serve_play.split("Configure | unit")[1]  # its batch ran to the end
     flat = " ".join(out.split())
-    assert "The rollout stops here: bad-01 failed (1 of 3 hosts, more than vllm_deploy_max_fail_percentage=0%)" in flat, out[-3000:]
+    assert "The rollout stops here: bad-01 failed (1 of 3 hosts, more than vllm_deploy_max_fail_percentage 0%)" in flat, out[-3000:]
     assert "[good-02]" not in serve_play  # the next batch never started
