@@ -141,6 +141,16 @@ def _check_types(host, hv):
     return out
 
 
+def _set_env(env, env_prov, key, value, why):
+    """Set ``env[key]`` with provenance ``replica: <why>``, recording a value it replaces."""
+    old = env.get(key)
+    rec = {"source": "replica: " + why}
+    if old is not None and old != value:
+        rec["replaced"] = [{"value": old, "source": env_prov.get(key, {}).get("source", "")}]
+    env[key] = value
+    env_prov[key] = rec
+
+
 def flag_value(argv, flag, default=None):
     """The last value of ``flag`` in ``argv`` (``--flag v`` or ``--flag=v``), else ``default``."""
     found = default
@@ -429,9 +439,11 @@ class Fleet(object):
         role = node["role"]
         container_args = []
         ray = None
-        if replica is not None and role != "router":
+        replica_node = replica is not None and role != "router"  # a rank of a multi-node replica or PD pool
+        backend = (hv.get("vllm_multinode_backend") or "mp") if replica_node else None
+        if replica_node:
             self._replica_runtime(host, hv, dep, argv, env, args_prov, env_prov, container_args)
-            if (hv.get("vllm_multinode_backend") or "mp") == "ray":
+            if backend == "ray":
                 argv, ray = self._ray_mode(host, hv, dep, role, argv, env, args_prov, env_prov, members)
         unbound = sorted(set(m.group(1) for t in list(argv) + list(env.values()) for m in _PLACEHOLDER.finditer(t)))
         if role == "router":
@@ -475,9 +487,9 @@ class Fleet(object):
             "env_provenance": env_prov,
             "container_args": container_args,
             "serves_http": role == "router" or (bool(argv) and "--headless" not in argv),
-            "multinode_backend": (hv.get("vllm_multinode_backend") or "mp") if replica is not None and role != "router" else None,
+            "multinode_backend": backend,
             "ray": ray,
-            "cluster_ports": self._cluster_ports(argv, ray) if replica is not None and role != "router" else [],
+            "cluster_ports": self._cluster_ports(argv, ray) if replica_node else [],
             "member_addresses": [str(self.address(m)) for m in members] if replica is not None else [],
             "pools": dep["pools"],
             "warnings": list(dep["warnings"]),
@@ -491,15 +503,7 @@ class Fleet(object):
         * ``--distributed-executor-backend mp`` where vLLM would not pick it itself (ROCm);
         * InfiniBand (``vllm_infiniband_hca``): ``NCCL_IB_HCA`` and the RDMA container flags.
         """
-        def set_env(key, value, why):
-            old = env.get(key)
-            rec = {"source": "replica: " + why}
-            if old is not None and old != value:
-                rec["replaced"] = [{"value": old, "source": env_prov.get(key, {}).get("source", "")}]
-            env[key] = value
-            env_prov[key] = rec
-
-        set_env("VLLM_HOST_IP", str(self.address(host)), "this node's vllm_cluster_address")
+        _set_env(env, env_prov, "VLLM_HOST_IP", str(self.address(host)), "this node's vllm_cluster_address")
         hw = Resolver(self.catalog(hv)).hardware(dep["hardware"], dep["gpu_count"])
         if hw.brand_key == "amd" and "--distributed-executor-backend" not in argv:
             toks = ["--distributed-executor-backend", "mp"]
@@ -511,7 +515,7 @@ class Fleet(object):
             hca = (self.facts.get(host) or {}).get("infiniband_hcas")
             why = "InfiniBand HCAs detected on the host"
         if hca:
-            set_env("NCCL_IB_HCA", hca if isinstance(hca, str) else ",".join(hca), why)
+            _set_env(env, env_prov, "NCCL_IB_HCA", hca if isinstance(hca, str) else ",".join(hca), why)
             container_args.extend(["--device", "/dev/infiniband", "--cap-add", "IPC_LOCK", "--ulimit", "memlock=-1:-1"])
 
     def _ray_mode(self, host, hv, dep, role, argv, env, args_prov, env_prov, members):
@@ -543,8 +547,7 @@ class Fleet(object):
         out.extend(toks)
         args_prov.append({"arg": toks, "source": "replica: ray mode (one engine over the Ray cluster; --nnodes, "
                                                  "--node-rank and --master-addr dropped)"})
-        env["RAY_ADDRESS"] = address
-        env_prov["RAY_ADDRESS"] = {"source": "replica: ray mode (the head's Ray GCS)"}
+        _set_env(env, env_prov, "RAY_ADDRESS", address, "ray mode (the head's Ray GCS)")
         return out, {"role": "head", "argv": ray_argv, "address": address, "port": port}
 
     @staticmethod
