@@ -21,7 +21,9 @@ Sources, in order of trust:
 The normalized per-source result is ``{"vendor", "source", "driver_version", ...,
 "gpus": [{"index", "product", "uuid", "pci_bus_id", "pci_device_id", "memory_mib", ...}]}``;
 :func:`summarize` turns it into the ``llmfleet_gpu`` facts and :func:`match_profile` picks the
-recipes-taxonomy hardware profile.
+recipes-taxonomy hardware profile among the profiles the caller passes (the action plugin
+reads them from the host's taxonomy; see :func:`profile_specs`). The hardware tables (PCI ids,
+architectures, which product is which profile) are in ``gpu_tables.py``.
 """
 
 from __future__ import annotations
@@ -32,170 +34,19 @@ import os
 import re
 import xml.etree.ElementTree as ET
 
+from .gpu_tables import (
+    AMD_GFX_ARCH, AMD_GFX_MEMORY_RULES, AMD_PCI_IDS, INTEL_PCI_IDS, NA_VALUES, NVIDIA_ARCH_RULES, NVIDIA_PCI_IDS,
+    PROFILE_RULES, TOOL_VENDOR, UNIFIED_MEMORY_PRODUCTS, VENDOR_BY_PCI_ID, VENDOR_KERNEL_DRIVERS, VENDOR_NAMES,
+    VENDOR_PRECEDENCE,
+)
+
 MIB = 1024 * 1024
-
-VENDOR_BY_PCI_ID = {"0x10de": "nvidia", "0x1002": "amd", "0x8086": "intel"}
-VENDOR_PRECEDENCE = ("nvidia", "amd", "intel")
-VENDOR_NAMES = {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel"}
-TOOL_VENDOR = {"nvidia-smi": "nvidia", "amd-smi": "amd", "rocm-smi": "amd", "xpu-smi": "intel"}
-# Kernel drivers that make a GPU usable for vLLM, per vendor.
-VENDOR_KERNEL_DRIVERS = {"nvidia": ("nvidia",), "amd": ("amdgpu",), "intel": ("xe", "i915")}
-
-# Values the tools print for "no value".
-_NA = frozenset(("", "n/a", "[n/a]", "na", "not supported", "[not supported]", "unknown", "unknown error",
-                 "[unknown error]", "not found", "insufficient permissions", "[insufficient permissions]",
-                 "not available", "[not available]", "none"))
 
 # nvidia-smi --query-gpu field lists: the full one first, then one every nvidia-smi (and the
 # fake-nvidia-smi stand-in of the test hosts) understands.
 NV_QUERY_FIELDS_FULL = ("index", "name", "uuid", "memory.total", "driver_version", "pci.bus_id",
                         "pci.device_id", "compute_cap", "mig.mode.current")
 NV_QUERY_FIELDS_BASIC = ("index", "name", "uuid", "memory.total", "driver_version", "pci.bus_id")
-
-# ---------------------------------------------------------------------------------------------
-# Hardware tables
-# ---------------------------------------------------------------------------------------------
-
-# Recipes taxonomy (data/recipes/taxonomy.yaml, hardware_profiles) facts the match needs:
-# id -> (gpus per node, VRAM GB per GPU, scalable). tests/unit/test_gpu.py checks this copy
-# against the taxonomy file. Non-scalable multi-GPU profiles are matched by exact count.
-TAXONOMY_PROFILES = {
-    "h100": (8, 80, True),
-    "h200": (8, 141, True),
-    "b200": (8, 180, True),
-    "gb200": (4, 192, True),
-    "b300": (8, 268, True),
-    "gb300": (4, 288, True),
-    "dgx_station_gb300": (1, 252, False),
-    "dgx_spark_gb10": (1, 128, True),
-    "rtx_pro_6000": (1, 96, False),
-    "rtx_pro_6000_2x": (2, 96, False),
-    "rtx_pro_6000_8x": (8, 96, False),
-    "rtx_pro_5000": (1, 72, False),
-    "rtx_pro_5000_4x": (4, 72, False),
-    "rtx_5090": (1, 32, False),
-    "rtx_5090_2x": (2, 32, False),
-    "rtx_4090_2x": (2, 24, False),
-    "mi300x": (8, 192, True),
-    "mi325x": (8, 256, True),
-    "mi355x": (8, 288, True),
-    "arc_pro_b60": (4, 24, True),
-    "arc_pro_b70": (4, 32, True),
-}
-
-# Product name -> profile. Matched in order against the normalized product name (lower case,
-# "(R)"/"(TM)" dropped, "-"/"_" as spaces). ``counts`` maps a GPU count to a profile; "*" is
-# any count. ``profile None`` rows are known products without a profile (``hint`` names the
-# closest one). ``min_mib``: the product name covers variants and only the large one fits.
-PROFILE_RULES = (
-    {"vendor": "nvidia", "pattern": r"\bgb10\b", "label": "NVIDIA GB10", "counts": {"*": "dgx_spark_gb10"}},
-    {"vendor": "nvidia", "pattern": r"\bgb300\b", "label": "NVIDIA GB300",
-     "counts": {1: "dgx_station_gb300", "*": "gb300"}},
-    {"vendor": "nvidia", "pattern": r"\bgb200\b", "label": "NVIDIA GB200", "counts": {"*": "gb200"}},
-    {"vendor": "nvidia", "pattern": r"\bb300\b", "label": "NVIDIA B300", "counts": {"*": "b300"}},
-    {"vendor": "nvidia", "pattern": r"\bb200\b", "label": "NVIDIA B200", "counts": {"*": "b200"}},
-    {"vendor": "nvidia", "pattern": r"\bgh200\b", "label": "NVIDIA GH200", "profile": None, "hint": "h200"},
-    {"vendor": "nvidia", "pattern": r"\bh200\b", "label": "NVIDIA H200", "counts": {"*": "h200"}},
-    {"vendor": "nvidia", "pattern": r"\bh100\b", "label": "NVIDIA H100", "counts": {"*": "h100"}},
-    {"vendor": "nvidia", "pattern": r"\brtx pro 6000\b.*\bblackwell\b", "label": "NVIDIA RTX PRO 6000 Blackwell",
-     "counts": {1: "rtx_pro_6000", 2: "rtx_pro_6000_2x", 8: "rtx_pro_6000_8x"}},
-    {"vendor": "nvidia", "pattern": r"\brtx pro 5000\b.*\bblackwell\b", "label": "NVIDIA RTX PRO 5000 Blackwell",
-     "counts": {1: "rtx_pro_5000", 4: "rtx_pro_5000_4x"}, "min_mib": 65536, "big_variant": r"\b72gb\b"},
-    {"vendor": "nvidia", "pattern": r"\brtx 5090\b", "label": "NVIDIA GeForce RTX 5090",
-     "counts": {1: "rtx_5090", 2: "rtx_5090_2x"}},
-    {"vendor": "nvidia", "pattern": r"\brtx 4090\b", "label": "NVIDIA GeForce RTX 4090", "counts": {2: "rtx_4090_2x"}},
-    {"vendor": "amd", "pattern": r"\bmi355x\b", "label": "AMD Instinct MI355X", "counts": {"*": "mi355x"}},
-    {"vendor": "amd", "pattern": r"\bmi350x\b", "label": "AMD Instinct MI350X", "profile": None, "hint": "mi355x"},
-    {"vendor": "amd", "pattern": r"\bmi325x\b", "label": "AMD Instinct MI325X", "counts": {"*": "mi325x"}},
-    {"vendor": "amd", "pattern": r"\bmi300x\b", "label": "AMD Instinct MI300X", "counts": {"*": "mi300x"}},
-    {"vendor": "intel", "pattern": r"\bpro b60\b", "label": "Intel Arc Pro B60", "counts": {"*": "arc_pro_b60"}},
-    {"vendor": "intel", "pattern": r"\bpro b70\b", "label": "Intel Arc Pro B70", "counts": {"*": "arc_pro_b70"}},
-)
-
-# AMD by gfx target and per-GPU memory, when the product name says nothing (amd-smi "N/A",
-# VFs with odd names): gfx target -> ((min MiB, max MiB, profile), ...).
-AMD_GFX_MEMORY_RULES = {
-    "gfx942": ((180000, 204800, "mi300x"), (240000, 270000, "mi325x")),
-    "gfx950": ((270000, 310000, "mi355x"),),
-}
-
-# PCI device id -> product name, for sysfs (no tool) and for tools that print a generic
-# name. NVIDIA names as NVIDIA's own supported-gpus.json spells them; (device, subsystem
-# device) entries win over device-only ones.
-NVIDIA_PCI_IDS = {
-    "0x2330": "NVIDIA H100 80GB HBM3",
-    "0x2331": "NVIDIA H100 PCIe",
-    "0x2339": "NVIDIA H100",
-    "0x2335": "NVIDIA H200",
-    "0x233b": "NVIDIA H200 NVL",
-    "0x2342": "NVIDIA GH200",
-    "0x2901": "NVIDIA B200",
-    "0x2909": "NVIDIA B200",
-    "0x2941": "NVIDIA GB200",
-    "0x3182": "NVIDIA B300 SXM6 AC",
-    "0x31c2": "NVIDIA GB300",
-    "0x31c3": "NVIDIA GB300",
-    "0x2e12": "NVIDIA GB10",
-    "0x2bb1": "NVIDIA RTX PRO 6000 Blackwell Workstation Edition",
-    "0x2bb4": "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition",
-    "0x2bb5": "NVIDIA RTX PRO 6000 Blackwell Server Edition",
-    "0x2bb3": "NVIDIA RTX PRO 5000 Blackwell",
-    ("0x2bb3", "0x227a"): "NVIDIA RTX PRO 5000 72GB Blackwell",
-    "0x2b85": "NVIDIA GeForce RTX 5090",
-    "0x2684": "NVIDIA GeForce RTX 4090",
-    "0x26b9": "NVIDIA L40S",
-    "0x26b5": "NVIDIA L40",
-    "0x27b8": "NVIDIA L4",
-}
-
-# AMD PCI device id -> (product, gfx target).
-AMD_PCI_IDS = {
-    "0x74a1": ("AMD Instinct MI300X", "gfx942"),
-    "0x74b5": ("AMD Instinct MI300X VF", "gfx942"),
-    "0x74a5": ("AMD Instinct MI325X", "gfx942"),
-    "0x74a0": ("AMD Instinct MI300A", "gfx942"),
-    "0x75a0": ("AMD Instinct MI350X", "gfx950"),
-    "0x75a3": ("AMD Instinct MI355X", "gfx950"),
-    "0x740f": ("AMD Instinct MI210", "gfx90a"),
-    "0x740c": ("AMD Instinct MI250X/MI250", "gfx90a"),
-}
-
-# Intel PCI device id -> (product, architecture). B60 = BMG-G21 (8086:e211), B70 = BMG-G31
-# (8086:e223): Linux include/drm/intel/pciids.h and Intel's compute runtime.
-INTEL_PCI_IDS = {
-    "0xe211": ("Intel Arc Pro B60", "Xe2 (Battlemage BMG-G21)"),
-    "0xe212": ("Intel Arc Pro B50", "Xe2 (Battlemage BMG-G21)"),
-    "0xe223": ("Intel Arc Pro B70", "Xe2 (Battlemage BMG-G31)"),
-    "0xe20b": ("Intel Arc B580", "Xe2 (Battlemage BMG-G21)"),
-    "0xe20c": ("Intel Arc B570", "Xe2 (Battlemage BMG-G21)"),
-    "0x56a0": ("Intel Arc A770", "Xe-HPG (Alchemist)"),
-    "0x56c0": ("Intel Data Center GPU Flex 170", "Xe-HPG"),
-    "0x56c1": ("Intel Data Center GPU Flex 140", "Xe-HPG"),
-    "0x0bd5": ("Intel Data Center GPU Max 1550", "Xe-HPC (Ponte Vecchio)"),
-    "0x0bda": ("Intel Data Center GPU Max 1100", "Xe-HPC (Ponte Vecchio)"),
-}
-
-# NVIDIA product -> (architecture, compute capability) when the tool does not say.
-NVIDIA_ARCH_RULES = (
-    (r"\bgb10\b", "Blackwell", "12.1"),
-    (r"\b(gb300|b300)\b", "Blackwell", "10.3"),
-    (r"\b(gb200|b200)\b", "Blackwell", "10.0"),
-    (r"\brtx pro \d+\b.*\bblackwell\b|\brtx 50\d0\b", "Blackwell", "12.0"),
-    (r"\b(h100|h200|h800|h20|gh200)\b", "Hopper", "9.0"),
-    (r"\b(rtx 40\d0|l40s?|l4|l20)\b|\bada generation\b", "Ada Lovelace", "8.9"),
-    (r"\b(a100|a800|a30)\b", "Ampere", "8.0"),
-    (r"\b(a10|a40|a16|a2|rtx a\d+|rtx 30\d0)\b", "Ampere", "8.6"),
-    (r"\bv100\b", "Volta", "7.0"),
-    (r"\bt4\b", "Turing", "7.5"),
-)
-
-AMD_GFX_ARCH = {
-    "gfx942": "CDNA3", "gfx950": "CDNA4", "gfx90a": "CDNA2", "gfx908": "CDNA",
-    "gfx1100": "RDNA3", "gfx1101": "RDNA3", "gfx1102": "RDNA3", "gfx1200": "RDNA4", "gfx1201": "RDNA4",
-}
-
-# GPUs whose memory is the host's (no framebuffer of their own): nvidia-smi reports N/A.
-UNIFIED_MEMORY_PRODUCTS = (r"\bgb10\b",)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -207,7 +58,7 @@ def _clean(value):
     if value is None:
         return None
     text = str(value).strip()
-    if text.lower() in _NA:
+    if text.lower() in NA_VALUES:
         return None
     return text
 
@@ -847,8 +698,11 @@ def _most_common(values):
     return max(order, key=lambda v: counts[v]) if order else None
 
 
-def summarize(result, sysfs=None, cpu_arch=None, dgx_os=None, meminfo_mib=None):
-    """Normalized source result (or None) + host context -> the ``llmfleet_gpu`` facts."""
+def summarize(result, sysfs=None, cpu_arch=None, dgx_os=None, meminfo_mib=None, profiles=None):
+    """Normalized source result (or None) + host context -> the ``llmfleet_gpu`` facts.
+
+    ``profiles``: the taxonomy hardware profiles to match (:func:`match_profile`).
+    """
     facts = empty_facts()
     facts["cpu_arch"] = cpu_arch
     facts["dgx_os"] = dgx_os
@@ -856,7 +710,7 @@ def summarize(result, sysfs=None, cpu_arch=None, dgx_os=None, meminfo_mib=None):
     if sysfs.get("available"):
         facts["nvswitch_count"] = sysfs.get("nvswitch_count", 0)
     if not result or not result.get("gpus"):
-        facts["profile"], facts["profile_reason"] = match_profile(facts)
+        facts["profile"], facts["profile_reason"] = match_profile(facts, profiles)
         return facts
     vendor = result["vendor"]
     facts["vendor"] = vendor
@@ -953,26 +807,86 @@ def summarize(result, sysfs=None, cpu_arch=None, dgx_os=None, meminfo_mib=None):
         if len(same) > len(gpus):
             facts["warnings"].append("sysfs lists %d %s GPUs but %s reports %d" % (
                 len(same), vendor, result.get("source"), len(gpus)))
-    facts["profile"], facts["profile_reason"] = match_profile(facts)
+    facts["profile"], facts["profile_reason"] = match_profile(facts, profiles)
     return facts
 
 
-def _describe_profile(profile):
-    count, vram, scalable = TAXONOMY_PROFILES[profile]
-    return "taxonomy node %d x %d GB%s" % (count, vram, "" if scalable else ", fixed GPU count")
+def profile_specs(hardware_profiles):
+    """The taxonomy facts the match needs: ``{id: {"gpu_count", "vram_gb", "scalable"}}``.
+
+    ``hardware_profiles`` is the taxonomy's map (``vram_gb`` is the node's total, ``scalable``
+    is true unless it says false) or this reduced form again; entries without a positive
+    GPU count or a VRAM size are left out. The ``profiles`` option of the module is this map.
+    """
+    specs = {}
+    for name, entry in (hardware_profiles or {}).items():
+        if not isinstance(entry, dict):
+            continue
+        count, vram = entry.get("gpu_count"), entry.get("vram_gb")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            continue
+        if isinstance(vram, bool) or not isinstance(vram, (int, float)) or vram <= 0:
+            continue
+        specs[str(name)] = {"gpu_count": count, "vram_gb": vram, "scalable": entry.get("scalable", True) is not False}
+    return specs
 
 
-def _count_choices(counts):
-    return ", ".join("%s (%s)" % (p, "any" if c == "*" else "%s GPU%s" % (c, "" if c == 1 else "s"))
-                     for c, p in sorted(counts.items(), key=lambda cp: (cp[0] == "*", str(cp[0]))))
+def _number(value):
+    """72.0 -> 72, 70.5 -> 70.5: GB figures as the taxonomy writes them."""
+    return int(value) if float(value).is_integer() else round(value, 1)
 
 
-def match_profile(facts):
+def _spec(specs, profile):
+    """(GPUs per node, GB per GPU, scalable) of a profile."""
+    entry = specs[profile]
+    return entry["gpu_count"], _number(float(entry["vram_gb"]) / entry["gpu_count"]), entry["scalable"]
+
+
+def _describe_profile(specs, profile):
+    count, vram, scalable = _spec(specs, profile)
+    return "taxonomy node %d x %s GB%s" % (count, vram, "" if scalable else ", fixed GPU count")
+
+
+def _candidates(rule, specs):
+    """The taxonomy profiles of a rule, in rule order: each id, then its ``<id>_<N>x`` profiles by N."""
+    found = []
+    for base in rule.get("profiles", ()):
+        sibling = re.compile(r"^%s_(\d+)x$" % re.escape(base))
+        names = sorted((name for name in specs if sibling.match(name)), key=lambda n: int(sibling.match(n).group(1)))
+        for name in ([base] if base in specs else []) + names:
+            if name not in found:
+                found.append(name)
+    return found
+
+
+def _count_choices(specs, candidates):
+    def label(profile):
+        count, _vram, scalable = _spec(specs, profile)
+        return "any" if scalable else "%d GPU%s" % (count, "" if count == 1 else "s")
+    ordered = sorted(candidates, key=lambda p: (specs[p]["scalable"], str(specs[p]["gpu_count"])))
+    return ", ".join("%s (%s)" % (p, label(p)) for p in ordered)
+
+
+def _pick(specs, candidates, count):
+    """The candidate for ``count`` GPUs: a fixed-count profile of exactly that count, else a scalable one."""
+    for profile in candidates:
+        if not specs[profile]["scalable"] and specs[profile]["gpu_count"] == count:
+            return profile
+    for profile in candidates:
+        if specs[profile]["scalable"]:
+            return profile
+    return None
+
+
+def match_profile(facts, profiles):
     """(profile id or None, reason) for the detected GPUs.
 
-    Product names decide first (PROFILE_RULES), then AMD gfx target plus memory. Profiles
-    that exist per count (rtx_pro_6000 / _2x / _8x, rtx_5090 / _2x, rtx_4090_2x, ...) need that
-    exact count; scalable data-centre profiles (h100, h200, mi300x, ...) match any count.
+    ``profiles``: the taxonomy's hardware profiles (see :func:`profile_specs`); None when the
+    caller has none (the module run without its action plugin), and then no profile matches.
+    Product names decide first (PROFILE_RULES name the candidate profiles), then AMD gfx target
+    plus memory. Among the candidates the taxonomy decides: a fixed-count profile
+    (rtx_pro_6000 / _2x / _8x, rtx_5090 / _2x, rtx_4090_2x, ...) needs that exact count, a
+    scalable data-centre profile (h100, h200, mi300x, ...) matches any count.
     """
     vendor = facts.get("vendor")
     count = facts.get("count") or 0
@@ -980,6 +894,10 @@ def match_profile(facts):
     memory = facts.get("memory_mib")
     if vendor in (None, "none") or not count:
         return None, "no NVIDIA, AMD or Intel GPU found"
+    if profiles is None:
+        return None, ("no taxonomy hardware profiles to match against (the llmfleet.vllm.gpu_facts action "
+                      "passes the taxonomy's as the profiles option)")
+    specs = profile_specs(profiles)
     if facts.get("mixed"):
         names = sorted(set(g.get("product") or "unknown" for g in facts.get("gpus") or []))
         return None, "mixed GPU models on one host (%s): no single taxonomy profile" % ", ".join(names)
@@ -995,52 +913,59 @@ def match_profile(facts):
     for rule in PROFILE_RULES:
         if rule["vendor"] != vendor or not re.search(rule["pattern"], norm):
             continue
-        if "counts" not in rule:
+        candidates = _candidates(rule, specs)
+        if not candidates:
             hint = rule.get("hint")
-            return None, "%s has no taxonomy profile%s" % (
-                rule["label"], "; the closest is %s (%s)" % (hint, _describe_profile(hint)) if hint else "")
+            return None, "%s has no taxonomy profile%s" % (rule["label"], _hint(specs, hint))
         if rule.get("min_mib") and not re.search(rule.get("big_variant", r"$^"), norm):
             if memory is None or memory < rule["min_mib"]:
-                return None, "%s: the taxonomy profile is the %d GB card; this one has %s" % (
-                    host, TAXONOMY_PROFILES[rule["counts"][1]][1], "unknown memory" if memory is None else
-                    "%d MiB" % memory)
-        counts = rule["counts"]
-        profile = counts.get(count) or counts.get("*")
+                return None, "%s: the taxonomy profile is the %s GB card; this one has %s" % (
+                    host, _spec(specs, candidates[0])[1], "unknown memory" if memory is None else "%d MiB" % memory)
+        profile = _pick(specs, candidates, count)
         if profile is None:
-            smaller = [c for c in counts if c != "*" and c < count]
-            advice = ("; set vllm_hardware to %s to use %d of them" % (counts[max(smaller)], max(smaller))
-                      if smaller else "")
+            smaller = [p for p in candidates if specs[p]["gpu_count"] < count]
+            best = max(smaller, key=lambda p: specs[p]["gpu_count"]) if smaller else None
+            advice = ("; set vllm_hardware to %s to use %d of them" % (best, specs[best]["gpu_count"])
+                      if best else "")
             return None, "%s: the taxonomy has %s, none for %d GPU%s%s" % (
-                host, _count_choices(counts), count, "" if count == 1 else "s", advice)
-        return profile, _match_reason(host, profile, count, memory)
+                host, _count_choices(specs, candidates), count, "" if count == 1 else "s", advice)
+        return profile, _match_reason(specs, host, profile, count, memory)
 
     gfx = facts.get("gfx_target")
     if vendor == "amd" and gfx in AMD_GFX_MEMORY_RULES:
         if memory is None:
             return None, "%s: %s without a product name or memory size; cannot tell the Instinct model" % (host, gfx)
         for low, high, profile in AMD_GFX_MEMORY_RULES[gfx]:
-            if low <= memory <= high:
-                return profile, _match_reason(host, profile, count, memory,
+            if low <= memory <= high and profile in specs:
+                return profile, _match_reason(specs, host, profile, count, memory,
                                               "matched by gfx target %s and memory size" % gfx)
         return None, "%s: %s with %d MiB per GPU fits no taxonomy profile" % (host, gfx, memory)
     known = []
     for rule in PROFILE_RULES:
         if rule["vendor"] == vendor:
-            known.extend(p for p in rule.get("counts", {}).values() if p not in known)
+            known.extend(p for p in _candidates(rule, specs) if p not in known)
     return None, "%s has no taxonomy profile (%s profiles: %s)" % (
         product or "this %s GPU" % VENDOR_NAMES.get(vendor, vendor), VENDOR_NAMES.get(vendor, vendor),
         ", ".join(known) or "none")
 
 
-def _match_reason(host, profile, count, memory, how=None):
-    per_node, vram_gb, scalable = TAXONOMY_PROFILES[profile]
-    reason = "%s is %s (%s)" % (host, profile, _describe_profile(profile))
+def _hint(specs, hint):
+    if not hint:
+        return ""
+    if hint not in specs:
+        return "; the closest is %s" % hint
+    return "; the closest is %s (%s)" % (hint, _describe_profile(specs, hint))
+
+
+def _match_reason(specs, host, profile, count, memory, how=None):
+    per_node, vram_gb, scalable = _spec(specs, profile)
+    reason = "%s is %s (%s)" % (host, profile, _describe_profile(specs, profile))
     if how:
         reason += "; " + how
     if scalable and count != per_node:
         reason += "; this host has %d GPU%s" % (count, "" if count == 1 else "s")
     if memory is not None and memory < 0.9 * vram_gb * 1e9 / MIB:  # taxonomy GB are 10**9 bytes
-        reason += "; note: %d MiB per GPU is less than the taxonomy's %d GB" % (memory, vram_gb)
+        reason += "; note: %d MiB per GPU is less than the taxonomy's %s GB" % (memory, vram_gb)
     return reason
 
 
@@ -1066,10 +991,7 @@ def _attempt(tried, tool, path, command, status, rc=None, message=None):
 def _run(run, tool, path, args):
     argv = [path] + list(args)
     command = " ".join([tool] + list(args))
-    try:
-        rc, out, err = run(argv)
-    except (OSError, IOError) as exc:  # pragma: no cover - the module's runner catches these
-        rc, out, err = 127, "", str(exc)
+    rc, out, err = run(argv)
     return command, rc, out or "", err or ""
 
 
@@ -1211,11 +1133,13 @@ def _failure_parts(entry, rc_sep):
 
 
 def gather(run, tools, sysfs_root="/sys", dgx_release_path="/etc/dgx-release", meminfo_path="/proc/meminfo",
-           cpu_arch=None):
+           cpu_arch=None, profiles=None):
     """Detect the GPUs: try the tools in order of trust, fall back to sysfs, summarize.
 
-    ``run(argv) -> (rc, stdout, stderr)`` runs a command; ``tools`` maps "nvidia-smi",
-    "amd-smi", "rocm-smi", "xpu-smi" to an executable path or None. Nothing is written.
+    ``run(argv) -> (rc, stdout, stderr)`` runs a command and reports a command that cannot start
+    as a non-zero rc (it does not raise); ``tools`` maps "nvidia-smi", "amd-smi", "rocm-smi",
+    "xpu-smi" to an executable path or None; ``profiles``: the taxonomy hardware profiles the
+    GPUs are matched against (:func:`match_profile`). Nothing is written.
     """
     tried = []
     warnings = []
@@ -1257,7 +1181,7 @@ def gather(run, tools, sysfs_root="/sys", dgx_release_path="/etc/dgx-release", m
     if dgx_release_path and os.path.isfile(dgx_release_path):
         dgx = parse_dgx_release(_read(dgx_release_path))
     meminfo = parse_meminfo_total_mib(_read(meminfo_path)) if meminfo_path else None
-    facts = summarize(result, sysfs=scan, cpu_arch=cpu_arch, dgx_os=dgx, meminfo_mib=meminfo)
+    facts = summarize(result, sysfs=scan, cpu_arch=cpu_arch, dgx_os=dgx, meminfo_mib=meminfo, profiles=profiles)
     facts["sources_tried"] = tried
     facts["warnings"] = warnings + facts["warnings"]
     facts["infiniband_hcas"] = infiniband_hcas(sysfs_root)

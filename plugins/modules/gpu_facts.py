@@ -24,6 +24,11 @@ description:
     and RV(ansible_facts.llmfleet_gpu.sources_tried).
   - A host without a GPU is a clean result with C(vendor=none).
   - Reads only; never changes the host. Runs the same in check mode.
+  - "The profile match uses the recipes taxonomy of the host: the action plugin of the same name loads, on the
+    controller, the C(taxonomy.yaml) of the host's C(vllm_recipes_path) trees (the last tree that has one wins, as in
+    planning), else the collection's built-in taxonomy, and passes its hardware profiles to the module as O(profiles).
+    A profile that a site-local taxonomy adds is matched without a code change when it is a count variant
+    C(<profile>_<N>x) of a profile the collection knows a GPU model for (for example C(rtx_pro_6000_4x))."
 options:
   nvidia_smi_path:
     description:
@@ -64,10 +69,29 @@ options:
         DGX Spark), whose C(nvidia-smi) reports no framebuffer size.
     type: path
     default: /proc/meminfo
+  profiles:
+    description:
+      - The taxonomy hardware profiles the GPUs are matched against, profile id -> C(gpu_count) (GPUs per node),
+        C(vram_gb) (GPU memory of the node in GB, as C(taxonomy.yaml) has it) and C(scalable) (V(false) for profiles
+        that need exactly C(gpu_count) GPUs; default V(true)). Other keys are ignored, so entries of
+        C(hardware_profiles) can be given as they are.
+      - Filled by the action plugin from the host's taxonomy when unset (see the description); set it to match
+        against other profiles than the taxonomy's.
+      - When the module runs without its action plugin and without this option, no profile matches and
+        RV(ansible_facts.llmfleet_gpu.profile_reason) says so.
+    type: dict
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
   - ansible.builtin.action_common_attributes.facts
 attributes:
+  action:
+    support: full
+    details: The action plugin reads the taxonomy on the controller; the detection runs on the host.
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
   check_mode:
     support: full
     details: The module only reads; check mode changes nothing.
@@ -107,6 +131,11 @@ EXAMPLES = r"""
 - name: Detect with a tool outside PATH
   llmfleet.vllm.gpu_facts:
     amd_smi_path: /opt/rocm-7.0.0/bin/amd-smi
+
+- name: Match against a site-local taxonomy (it adds rtx_pro_6000_4x, gpu_count 4, scalable false)
+  llmfleet.vllm.gpu_facts:
+  vars:
+    vllm_recipes_path: [/srv/recipes-site]
 """
 
 RETURN = r"""
@@ -257,7 +286,7 @@ ansible_facts:
           elements: dict
           returned: always
         profile:
-          description: The recipes taxonomy hardware profile id the GPUs match, or V(null).
+          description: The recipes taxonomy hardware profile id the GPUs match (among O(profiles)), or V(null).
           type: str
           returned: always
           sample: h200
@@ -310,6 +339,7 @@ def main():
             sysfs_root=dict(type="path", default="/sys"),
             dgx_release_path=dict(type="path", default="/etc/dgx-release"),
             meminfo_path=dict(type="path", default="/proc/meminfo"),
+            profiles=dict(type="dict"),
         ),
         supports_check_mode=True,
     )
@@ -331,6 +361,7 @@ def main():
         dgx_release_path=module.params["dgx_release_path"],
         meminfo_path=module.params["meminfo_path"],
         cpu_arch=platform.machine() or None,
+        profiles=module.params["profiles"],
     )
     for warning in facts["warnings"]:
         module.warn(warning)

@@ -17,7 +17,8 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.llmfleet.vllm.plugins.module_utils import gpu
+from ansible_collections.llmfleet.vllm.plugins.module_utils import gpu, gpu_tables
+from ansible_collections.llmfleet.vllm.plugins.module_utils.catalog import get_catalog
 from fake_gpu_tools import fake_nvidia_smi_source, install_fake_nvidia_smi
 
 FIX = pathlib.Path(__file__).resolve().parent / "fixtures" / "gpu"
@@ -29,6 +30,21 @@ Q_BASIC = "--query-gpu=" + ",".join(gpu.NV_QUERY_FIELDS_BASIC)
 CSV_FMT = "--format=csv,noheader,nounits"
 AMD_STATIC = ("static", "--asic", "--bus", "--vram", "--driver", "--board", "--json")
 ROCM_SMI = ("--showproductname", "--showmeminfo", "vram", "--showdriverversion", "--json")
+
+# The built-in taxonomy's profiles, as the action plugin passes them to the module.
+PROFILES = gpu.profile_specs(get_catalog().hardware_profiles)
+
+
+def summarize(result, **kwargs):
+    return gpu.summarize(result, profiles=PROFILES, **kwargs)
+
+
+def match_profile(facts):
+    return gpu.match_profile(facts, PROFILES)
+
+
+def gather(run, tools, **kwargs):
+    return gpu.gather(run, tools, profiles=PROFILES, **kwargs)
 
 
 def read(*parts):
@@ -86,7 +102,7 @@ def test_real_h200_xml(h200):
     assert g["architecture"] == "Hopper" and g["mig_mode"] == "disabled" and g["fabric_state"] is None
     assert g["compute_capability"] is None  # not in the XML
 
-    facts = gpu.summarize(result, sysfs=gpu.scan_sysfs_pci(str(FIX / "sysfs-nvidia-h200-1x")), cpu_arch="x86_64")
+    facts = summarize(result, sysfs=gpu.scan_sysfs_pci(str(FIX / "sysfs-nvidia-h200-1x")), cpu_arch="x86_64")
     assert facts["profile"] == "h200"
     assert facts["count"] == 1
     assert facts["memory_mib"] == 143771 and facts["memory_total_mib"] == 143771
@@ -114,8 +130,8 @@ def test_real_h200_gather(h200, tmp_path):
         ("nvlink", "-s"): "",
     })
     tools = dict(no_tools(), **{"nvidia-smi": tool(tmp_path, "nvidia-smi")})
-    facts = gpu.gather(runner, tools, sysfs_root=str(FIX / "sysfs-nvidia-h200-1x"),
-                       dgx_release_path=str(tmp_path / "absent"), cpu_arch="x86_64")
+    facts = gather(runner, tools, sysfs_root=str(FIX / "sysfs-nvidia-h200-1x"),
+                   dgx_release_path=str(tmp_path / "absent"), cpu_arch="x86_64")
     assert (facts["profile"], facts["count"], facts["memory_mib"], facts["driver_version"],
             facts["compute_capability"]) == ("h200", 1, 143771, "580.159.04", "9.0")
     assert facts["source"] == "nvidia-smi -q -x" and facts["nvlink"] is False and facts["nvlink_active_links"] == 0
@@ -133,7 +149,7 @@ def test_b200_xml_csv_nvlink():
     gpu._merge_nvidia_query(result, csv)
     result["nvlink"] = gpu.parse_nvidia_nvlink_status(read("nvidia-b200-8x", "nvlink-s.txt"))
     assert result["nvlink"]["active_links"] == 144 and result["nvlink"]["per_gpu"][7] == 18
-    facts = gpu.summarize(result)
+    facts = summarize(result)
     assert facts["product"] == "NVIDIA B200" and facts["count"] == 8
     assert facts["memory_mib"] == 183359 and facts["memory_total_mib"] == 8 * 183359
     assert facts["compute_capability"] == "10.0" and facts["architecture"] == "Blackwell"
@@ -154,8 +170,8 @@ def test_gb10_unified_memory(tmp_path):
     assert "DGX_SERIAL_NUMBER" not in dgx["fields"]
     meminfo = gpu.parse_meminfo_total_mib(read("nvidia-gb10", "meminfo"))
     assert meminfo == 124610
-    facts = gpu.summarize(result, sysfs=gpu.scan_sysfs_pci(str(FIX / "sysfs-nvidia-gb10")), cpu_arch="aarch64",
-                          dgx_os=dgx, meminfo_mib=meminfo)
+    facts = summarize(result, sysfs=gpu.scan_sysfs_pci(str(FIX / "sysfs-nvidia-gb10")), cpu_arch="aarch64",
+                      dgx_os=dgx, meminfo_mib=meminfo)
     assert facts["unified_memory"] is True and facts["memory_source"] == "system_memory"
     assert facts["memory_mib"] == 124610 and facts["compute_capability"] == "12.1"
     assert facts["profile"] == "dgx_spark_gb10" and "unified" in facts["profile_reason"]
@@ -170,9 +186,9 @@ def test_gb10_gather_reads_dgx_release_and_meminfo(tmp_path):
         ("nvlink", "-s"): "",
     })
     tools = dict(no_tools(), **{"nvidia-smi": tool(tmp_path, "nvidia-smi")})
-    facts = gpu.gather(runner, tools, sysfs_root=str(FIX / "sysfs-nvidia-gb10"),
-                       dgx_release_path=str(FIX / "nvidia-gb10" / "dgx-release"),
-                       meminfo_path=str(FIX / "nvidia-gb10" / "meminfo"), cpu_arch="aarch64")
+    facts = gather(runner, tools, sysfs_root=str(FIX / "sysfs-nvidia-gb10"),
+                   dgx_release_path=str(FIX / "nvidia-gb10" / "dgx-release"),
+                   meminfo_path=str(FIX / "nvidia-gb10" / "meminfo"), cpu_arch="aarch64")
     assert facts["profile"] == "dgx_spark_gb10" and facts["memory_mib"] == 124610
     assert facts["dgx_os"]["name"] == "DGX Spark" and facts["kernel_driver"] == "nvidia"
 
@@ -180,7 +196,7 @@ def test_gb10_gather_reads_dgx_release_and_meminfo(tmp_path):
 def test_rtx_pro_6000_by_count():
     result = gpu.parse_nvidia_smi_csv(read("nvidia-rtx-pro-6000-2x", "query-gpu.csv"))
     assert result["source"] == "nvidia-smi --query-gpu" and result["driver_version"] == "580.95.05"
-    facts = gpu.summarize(result)
+    facts = summarize(result)
     assert facts["profile"] == "rtx_pro_6000_2x" and facts["count"] == 2 and facts["memory_mib"] == 97887
     assert facts["compute_capability"] == "12.0" and facts["mig_mode"] is None and facts["nvswitch"] is None
 
@@ -220,7 +236,7 @@ def test_amd_smi_gpu_data_format_mi355x():
     assert version == {"rocm_version": "7.0.0", "amdsmi_version": "26.0.0", "driver_version": "6.14.14"}
     assert gpu.parse_amd_smi_metric(read("amd-mi355x-8x", "amd-smi-metric.json")) == dict((i, 294896) for i in range(8))
     result["rocm_version"] = version["rocm_version"]
-    facts = gpu.summarize(result)
+    facts = summarize(result)
     assert facts["profile"] == "mi355x" and facts["architecture"] == "CDNA4" and facts["gfx_target"] == "gfx950"
     assert facts["rocm_version"] == "7.0.0" and facts["memory_total_mib"] == 8 * 294896
     assert facts["compute_capability"] is None and facts["mig_mode"] is None
@@ -233,7 +249,7 @@ def test_amd_smi_list_format_with_warning_line_mi300x():
     assert [g["index"] for g in result["gpus"]] == list(range(8))
     assert set(g["memory_mib"] for g in result["gpus"]) == {196592}
     assert gpu.parse_amd_smi_version(read("amd-mi300x-8x", "amd-smi-version.json"))["rocm_version"] == "6.2.0"
-    facts = gpu.summarize(result)
+    facts = summarize(result)
     assert facts["profile"] == "mi300x" and facts["gfx_target"] == "gfx942" and facts["architecture"] == "CDNA3"
 
 
@@ -243,12 +259,12 @@ def test_rocm_smi_mi300x_matches_amd_smi():
     g = result["gpus"][0]
     assert (g["product"], g["gfx_target"], g["memory_mib"], g["pci_device_id"]) == (
         "AMD Instinct MI300X", "gfx942", 196592, "0x74a1")
-    assert gpu.summarize(result)["profile"] == "mi300x"
+    assert summarize(result)["profile"] == "mi300x"
 
 
 def test_rocm_smi_mi325x():
     result = gpu.parse_rocm_smi(read("amd-mi325x-8x", "rocm-smi.json"))
-    facts = gpu.summarize(result)
+    facts = summarize(result)
     assert facts["profile"] == "mi325x" and facts["memory_mib"] == 262128 and facts["driver_version"] == "6.10.5"
     assert facts["count"] == 8 and facts["gpus"][7]["index"] == 7
 
@@ -270,7 +286,7 @@ def test_amd_profile_by_gfx_target_and_memory():
 
     for gfx, mib, profile in (("gfx942", 196592, "mi300x"), ("gfx942", 262128, "mi325x"), ("gfx950", 294896, "mi355x"),
                               ("gfx942", 131072, None)):
-        facts = gpu.summarize(gpu.parse_amd_smi_static(static(gfx, mib)))
+        facts = summarize(gpu.parse_amd_smi_static(static(gfx, mib)))
         assert facts["profile"] == profile, (gfx, mib, facts["profile_reason"])
         if profile:
             assert "gfx target" in facts["profile_reason"]
@@ -283,7 +299,7 @@ def test_amd_inbox_driver_and_old_vram_key():
                         "driver": {"name": "amdgpu", "version": "Linuxversion6.14.0-24-generic(buildd@lcy02)"}}])
     result = gpu.parse_amd_smi_static(text)
     assert result["driver_version"] == "kernel 6.14.0-24-generic" and result["gpus"][0]["memory_mib"] == 65520
-    facts = gpu.summarize(result)
+    facts = summarize(result)
     assert facts["profile"] is None and "no taxonomy profile" in facts["profile_reason"]
     assert facts["architecture"] == "CDNA2"
 
@@ -305,14 +321,14 @@ def test_xpu_smi_b60():
     assert details[0]["memory_mib"] == 24448 and details[0]["driver_version"] == "1.6.34666+13"
     version = gpu.parse_xpu_smi_version(read("intel-arc-pro-b60-4x", "xpu-smi-version.txt"))
     assert version == {"xpu_smi_version": "1.3.1.20250724", "level_zero_version": "1.21.9"}
-    facts = gpu.summarize(gpu.build_intel_result(devices, details, version))
+    facts = summarize(gpu.build_intel_result(devices, details, version))
     assert facts["profile"] == "arc_pro_b60" and facts["count"] == 4 and facts["memory_mib"] == 24448
     assert facts["level_zero_version"] == "1.21.9" and facts["architecture"].startswith("Xe2")
 
 
 def test_xpu_smi_generic_name_is_named_from_pci_id():
     devices, details = _intel("intel-arc-pro-b70-2x")
-    facts = gpu.summarize(gpu.build_intel_result(devices, details))
+    facts = summarize(gpu.build_intel_result(devices, details))
     assert facts["product"] == "Intel Arc Pro B70" and facts["profile"] == "arc_pro_b70"
     assert facts["memory_mib"] == 32656
 
@@ -325,7 +341,7 @@ def test_xpu_smi_guide_example_shape():
                                         "vendor_name": "Intel(R) Corporation"}]})
     (dev,) = gpu.parse_xpu_smi_discovery(text)
     assert dev["pci_device_id"] == "0x020a" and dev["pci_bus_id"] == "0000:4d:00.0"
-    facts = gpu.summarize(gpu.build_intel_result([dev]))
+    facts = summarize(gpu.build_intel_result([dev]))
     assert facts["vendor"] == "intel" and facts["profile"] is None
 
 
@@ -343,7 +359,7 @@ def test_xpu_smi_guide_example_shape():
 ])
 def test_sysfs_trees(tree, vendor, count, product, profile, driver_loaded, memory):
     scan = gpu.scan_sysfs_pci(str(FIX / tree))
-    facts = gpu.summarize(gpu.sysfs_result(scan), sysfs=scan)
+    facts = summarize(gpu.sysfs_result(scan), sysfs=scan)
     assert (facts["vendor"], facts["count"], facts["product"], facts["profile"]) == (vendor, count, product, profile), \
         facts["profile_reason"]
     assert facts["driver_loaded"] is driver_loaded and facts["memory_mib"] == memory
@@ -354,7 +370,7 @@ def test_sysfs_trees(tree, vendor, count, product, profile, driver_loaded, memor
 def test_sysfs_details():
     h100 = gpu.scan_sysfs_pci(str(FIX / "sysfs-nvidia-h100-8x-nvswitch"))
     assert h100["nvswitch_count"] == 4 and h100["devices_scanned"] == 13
-    facts = gpu.summarize(gpu.sysfs_result(h100), sysfs=h100)
+    facts = summarize(gpu.sysfs_result(h100), sysfs=h100)
     assert facts["nvswitch"] is True and facts["kernel_driver"] is None
     assert any("no kernel driver is bound" in w for w in facts["warnings"])
     intel = gpu.scan_sysfs_pci(str(FIX / "sysfs-intel-b60-2x-igpu"))
@@ -372,7 +388,7 @@ def test_sysfs_unknown_device_id(tmp_path):
     for name, value in (("vendor", "0x10de"), ("device", "0x20b2"), ("class", "0x030200"), ("uevent", "DRIVER=nvidia")):
         (d / name).write_text(value + "\n")
     scan = gpu.scan_sysfs_pci(str(tmp_path))
-    facts = gpu.summarize(gpu.sysfs_result(scan), sysfs=scan)
+    facts = summarize(gpu.sysfs_result(scan), sysfs=scan)
     assert facts["product"] == "NVIDIA device 0x20b2" and facts["profile"] is None and facts["driver_loaded"] is True
     assert facts["profile_reason"].startswith("NVIDIA device 0x20b2 has no taxonomy profile")
 
@@ -395,11 +411,11 @@ def test_sysfs_driver_symlink_product_name_and_nouveau(tmp_path):
         (amd / name).write_text(value + "\n")
     scan = gpu.scan_sysfs_pci(str(tmp_path))
     assert [g["kernel_driver"] for g in scan["gpus"]] == ["nouveau", "nouveau", None]
-    facts = gpu.summarize(gpu.sysfs_result(scan), sysfs=scan)  # NVIDIA wins over AMD
+    facts = summarize(gpu.sysfs_result(scan), sysfs=scan)  # NVIDIA wins over AMD
     assert facts["profile"] == "rtx_4090_2x" and facts["driver_loaded"] is False
     assert any("nouveau" in w for w in facts["warnings"])
     amd_only = dict(scan, gpus=[g for g in scan["gpus"] if g["vendor"] == "amd"])
-    facts = gpu.summarize(gpu.sysfs_result(amd_only), sysfs=amd_only)
+    facts = summarize(gpu.sysfs_result(amd_only), sysfs=amd_only)
     assert facts["product"] == "AMD Instinct MI300X VF" and facts["profile"] == "mi300x"
 
 
@@ -452,58 +468,87 @@ def facts_for(vendor, product, count, memory=None, gfx=None, unified=False):
     ("intel", "Intel(R) Data Center GPU Max 1550", 8, 65536, None),
 ])
 def test_match_profile(vendor, product, count, memory, expected):
-    profile, reason = gpu.match_profile(facts_for(vendor, product, count, memory))
+    profile, reason = match_profile(facts_for(vendor, product, count, memory))
     assert profile == expected, reason
     assert reason
 
 
 def test_match_profile_reasons():
-    reason = gpu.match_profile(facts_for("nvidia", "NVIDIA A100-SXM4-80GB", 8))[1]
+    reason = match_profile(facts_for("nvidia", "NVIDIA A100-SXM4-80GB", 8))[1]
     assert reason.startswith("NVIDIA A100-SXM4-80GB has no taxonomy profile")
-    reason = gpu.match_profile(facts_for("nvidia", "NVIDIA RTX PRO 6000 Blackwell Workstation Edition", 4, 97887))[1]
+    reason = match_profile(facts_for("nvidia", "NVIDIA RTX PRO 6000 Blackwell Workstation Edition", 4, 97887))[1]
     assert "none for 4 GPUs" in reason and "set vllm_hardware to rtx_pro_6000_2x to use 2 of them" in reason
-    reason = gpu.match_profile(facts_for("nvidia", "NVIDIA GeForce RTX 4090", 1))[1]
+    reason = match_profile(facts_for("nvidia", "NVIDIA GeForce RTX 4090", 1))[1]
     assert "rtx_4090_2x (2 GPUs)" in reason
-    reason = gpu.match_profile(facts_for("amd", "AMD Instinct MI350X", 8))[1]
+    reason = match_profile(facts_for("amd", "AMD Instinct MI350X", 8))[1]
     assert "the closest is mi355x" in reason
-    reason = gpu.match_profile(facts_for("nvidia", "NVIDIA GH200 480GB", 1))[1]
+    reason = match_profile(facts_for("nvidia", "NVIDIA GH200 480GB", 1))[1]
     assert "the closest is h200" in reason
-    reason = gpu.match_profile(facts_for("nvidia", "NVIDIA RTX PRO 5000 Blackwell", 1, 48900))[1]
+    reason = match_profile(facts_for("nvidia", "NVIDIA RTX PRO 5000 Blackwell", 1, 48900))[1]
     assert "72 GB card" in reason
-    reason = gpu.match_profile(facts_for("nvidia", "NVIDIA H100 PCIe", 1, 40000))[1]
+    reason = match_profile(facts_for("nvidia", "NVIDIA H100 PCIe", 1, 40000))[1]
     assert "less than the taxonomy's 80 GB" in reason
-    assert gpu.match_profile(gpu.empty_facts()) == (None, "no NVIDIA, AMD or Intel GPU found")
+    assert match_profile(gpu.empty_facts()) == (None, "no NVIDIA, AMD or Intel GPU found")
     mixed = facts_for("nvidia", "NVIDIA H100 PCIe", 2)
     mixed.update(mixed=True, gpus=[{"product": "NVIDIA H100 PCIe"}, {"product": "NVIDIA A100-PCIE-40GB"}])
-    profile, reason = gpu.match_profile(mixed)
+    profile, reason = match_profile(mixed)
     assert profile is None and reason.startswith("mixed GPU models")
 
 
 def test_every_rule_profile_exists_in_the_taxonomy(repo_root):
     taxonomy = yaml.safe_load((repo_root / "data" / "recipes" / "taxonomy.yaml").read_text())["hardware_profiles"]
-    for profile, (count, vram, scalable) in gpu.TAXONOMY_PROFILES.items():
-        entry = taxonomy[profile]
-        assert entry["gpu_count"] == count, profile
-        assert entry["vram_gb"] == count * vram, profile
-        assert entry.get("scalable", True) is scalable, profile
-    for rule in gpu.PROFILE_RULES:
-        for profile in list(rule.get("counts", {}).values()) + [rule.get("hint")]:
-            assert profile is None or profile in gpu.TAXONOMY_PROFILES, rule
-    for rules in gpu.AMD_GFX_MEMORY_RULES.values():
-        assert all(rule[2] in gpu.TAXONOMY_PROFILES for rule in rules)
+    for rule in gpu_tables.PROFILE_RULES:
+        if rule.get("profiles"):
+            assert gpu._candidates(rule, PROFILES), rule
+        assert rule.get("hint") is None or rule["hint"] in taxonomy, rule
+    for rules in gpu_tables.AMD_GFX_MEMORY_RULES.values():
+        assert all(rule[2] in taxonomy for rule in rules)
     # every NVIDIA/AMD/Intel taxonomy profile is reachable from some rule
-    reachable = set(p for r in gpu.PROFILE_RULES for p in r.get("counts", {}).values())
+    reachable = set(p for r in gpu_tables.PROFILE_RULES for p in gpu._candidates(r, PROFILES))
     gpu_brands = [k for k, v in taxonomy.items() if v["brand"] in ("NVIDIA", "AMD") or v["generation"] == "xpu"]
     assert sorted(set(gpu_brands) - reachable) == []
 
 
+def test_profile_specs_reduce_the_taxonomy():
+    assert PROFILES["h200"] == {"gpu_count": 8, "vram_gb": 1128, "scalable": True}
+    assert PROFILES["rtx_pro_6000_2x"]["scalable"] is False and gpu._spec(PROFILES, "rtx_pro_6000_2x") == (2, 96, False)
+    assert gpu._spec(PROFILES, "dgx_station_gb300") == (1, 252, False)
+    assert gpu.profile_specs(PROFILES) == PROFILES  # the reduced form passes through unchanged
+    odd = {"cpu": {"gpu_count": 0, "vram_gb": 10}, "bad": "x", "novram": {"gpu_count": 2},
+           "flag": {"gpu_count": True, "vram_gb": 8}, "half": {"gpu_count": 2, "vram_gb": 141, "brand": "NVIDIA"}}
+    assert gpu.profile_specs(odd) == {"half": {"gpu_count": 2, "vram_gb": 141, "scalable": True}}
+    assert gpu._spec(gpu.profile_specs(odd), "half") == (2, 70.5, True)
+    assert gpu.profile_specs(None) == {}
+
+
+def test_site_local_count_variant_is_matched_without_a_rule():
+    four = dict(PROFILES, rtx_pro_6000_4x={"gpu_count": 4, "vram_gb": 384, "scalable": False})
+    facts = facts_for("nvidia", "NVIDIA RTX PRO 6000 Blackwell Workstation Edition", 4, 97887)
+    profile, reason = gpu.match_profile(facts, four)
+    assert profile == "rtx_pro_6000_4x" and "taxonomy node 4 x 96 GB, fixed GPU count" in reason
+    profile, reason = gpu.match_profile(facts, PROFILES)
+    assert profile is None and ("the taxonomy has rtx_pro_6000 (1 GPU), rtx_pro_6000_2x (2 GPUs), "
+                                "rtx_pro_6000_8x (8 GPUs), none for 4 GPUs") in reason
+    # a site-local taxonomy without a profile of the rule: no profile, said plainly
+    profile, reason = gpu.match_profile(facts_for("nvidia", "NVIDIA H200", 8, 143771), {})
+    assert profile is None and reason == "NVIDIA H200 has no taxonomy profile"
+    # the hint names a profile the taxonomy lacks
+    assert gpu.match_profile(facts_for("amd", "AMD Instinct MI350X", 8), {})[1].endswith("the closest is mi355x")
+
+
+def test_without_profiles_nothing_matches():
+    profile, reason = gpu.match_profile(facts_for("nvidia", "NVIDIA H200", 8, 143771), None)
+    assert profile is None and "no taxonomy hardware profiles" in reason
+    assert gpu.match_profile(gpu.empty_facts(), None) == (None, "no NVIDIA, AMD or Intel GPU found")
+
+
 def test_pci_tables_name_products_the_rules_know():
-    for key, name in gpu.NVIDIA_PCI_IDS.items():
+    for key, name in gpu_tables.NVIDIA_PCI_IDS.items():
         arch, cc = gpu.nvidia_arch(name)
         assert arch and cc, name
-    for product, gfx in gpu.AMD_PCI_IDS.values():
-        assert gfx in gpu.AMD_GFX_ARCH
-    assert gpu.match_profile(facts_for("nvidia", gpu.NVIDIA_PCI_IDS[("0x2bb3", "0x227a")], 1))[0] == "rtx_pro_5000"
+    for product, gfx in gpu_tables.AMD_PCI_IDS.values():
+        assert gfx in gpu_tables.AMD_GFX_ARCH
+    assert match_profile(facts_for("nvidia", gpu_tables.NVIDIA_PCI_IDS[("0x2bb3", "0x227a")], 1))[0] == "rtx_pro_5000"
 
 
 @pytest.mark.parametrize("value, expected", [
@@ -535,8 +580,8 @@ def test_gather_tool_fails_falls_back_to_sysfs(tmp_path):
            "Make sure that the latest NVIDIA driver is installed and running.\n")
     runner = FakeRunner({("-q", "-x"): (9, msg, "")})
     tools = dict(no_tools(), **{"nvidia-smi": tool(tmp_path, "nvidia-smi")})
-    facts = gpu.gather(runner, tools, sysfs_root=str(FIX / "sysfs-nvidia-h100-8x-nvswitch"),
-                       dgx_release_path=str(tmp_path / "absent"))
+    facts = gather(runner, tools, sysfs_root=str(FIX / "sysfs-nvidia-h100-8x-nvswitch"),
+                   dgx_release_path=str(tmp_path / "absent"))
     assert (facts["vendor"], facts["source"], facts["count"], facts["profile"]) == ("nvidia", "sysfs", 8, "h100")
     assert facts["driver_loaded"] is False and facts["nvswitch_count"] == 4 and facts["memory_mib"] is None
     assert facts["warnings"][0].startswith("nvidia-smi -q -x: rc 9, NVIDIA-SMI has failed")
@@ -558,7 +603,7 @@ def test_gather_stand_in_tool_uses_the_basic_csv(tmp_path):
         ("nvlink", "-s"): FAKE_TABLE,
     })
     tools = dict(no_tools(), **{"nvidia-smi": tool(tmp_path, "nvidia-smi")})
-    facts = gpu.gather(runner, tools, sysfs_root=str(FIX / "sysfs-nvidia-h100-8x-nvswitch"))
+    facts = gather(runner, tools, sysfs_root=str(FIX / "sysfs-nvidia-h100-8x-nvswitch"))
     assert facts["source"] == "nvidia-smi --query-gpu" and facts["count"] == 8 and facts["memory_mib"] == 81559
     assert facts["cuda_version"] == "12.4" and facts["driver_version"] == "550.54.15"
     assert facts["compute_capability"] == "9.0" and facts["profile"] == "h100" and facts["driver_loaded"] is True
@@ -572,7 +617,7 @@ def test_gather_amd_smi_then_rocm_smi(tmp_path):
         ("version", "--json"): read("amd-mi355x-8x", "amd-smi-version.json"),
     })
     tools = dict(no_tools(), **{"amd-smi": tool(tmp_path, "amd-smi")})
-    facts = gpu.gather(runner, tools, sysfs_root=str(tmp_path / "nosys"))
+    facts = gather(runner, tools, sysfs_root=str(tmp_path / "nosys"))
     assert facts["profile"] == "mi355x" and facts["rocm_version"] == "7.0.0" and facts["driver_version"] == "6.14.14"
     assert facts["sources_tried"][0]["status"] == "missing"  # nvidia-smi
 
@@ -585,7 +630,7 @@ def test_gather_amd_smi_then_rocm_smi(tmp_path):
         ("version", "--json"): read("amd-mi355x-8x", "amd-smi-version.json"),
         ("metric", "--mem-usage", "--json"): read("amd-mi355x-8x", "amd-smi-metric.json"),
     })
-    facts = gpu.gather(runner, tools, sysfs_root=str(tmp_path / "nosys"))
+    facts = gather(runner, tools, sysfs_root=str(tmp_path / "nosys"))
     assert facts["memory_mib"] == 294896 and facts["profile"] == "mi355x"
 
     # amd-smi cannot reach the driver: rocm-smi answers; ROCm version from <rocm>/.info/version
@@ -598,7 +643,7 @@ def test_gather_amd_smi_then_rocm_smi(tmp_path):
     rocm_smi.chmod(rocm_smi.stat().st_mode | stat.S_IXUSR)
     runner = FakeRunner({AMD_STATIC: (255, "", "AMDSMI_STATUS_DRIVER_NOT_LOADED"), ("static", "--json"): (255, "", "x"),
                          ROCM_SMI: read("amd-mi325x-8x", "rocm-smi.json")})
-    facts = gpu.gather(runner, dict(tools, **{"rocm-smi": str(rocm_smi)}), sysfs_root=str(tmp_path / "nosys"))
+    facts = gather(runner, dict(tools, **{"rocm-smi": str(rocm_smi)}), sysfs_root=str(tmp_path / "nosys"))
     assert facts["source"] == "rocm-smi" and facts["profile"] == "mi325x" and facts["rocm_version"] == "6.3.1"
     assert any(w.startswith("amd-smi static") for w in facts["warnings"])
 
@@ -609,7 +654,7 @@ def test_gather_xpu_smi(tmp_path):
     for i in range(4):
         answers[("discovery", "-d", str(i), "-j")] = read("intel-arc-pro-b60-4x", "xpu-smi-device-%d.json" % i)
     tools = dict(no_tools(), **{"xpu-smi": tool(tmp_path, "xpu-smi")})
-    facts = gpu.gather(FakeRunner(answers), tools, sysfs_root=str(FIX / "sysfs-intel-b60-2x-igpu"))
+    facts = gather(FakeRunner(answers), tools, sysfs_root=str(FIX / "sysfs-intel-b60-2x-igpu"))
     assert facts["profile"] == "arc_pro_b60" and facts["level_zero_version"] == "1.21.9" and facts["count"] == 4
     assert facts["kernel_driver"] == "xe" and facts["memory_total_mib"] == 4 * 24448
     # sysfs shows 2 of them, the tool 4: no warning (more, not fewer)
@@ -620,13 +665,13 @@ def test_gather_warns_when_the_tool_sees_fewer_gpus_than_sysfs(tmp_path):
     one = read("nvidia-b200-8x", "query-gpu.csv").splitlines()[0].replace("NVIDIA B200", "NVIDIA H100 80GB HBM3") + "\n"
     runner = FakeRunner({("-q", "-x"): FAKE_TABLE, (Q_FULL, CSV_FMT): one, ("nvlink", "-s"): ""})
     tools = dict(no_tools(), **{"nvidia-smi": tool(tmp_path, "nvidia-smi")})
-    facts = gpu.gather(runner, tools, sysfs_root=str(FIX / "sysfs-nvidia-h100-8x-nvswitch"))
+    facts = gather(runner, tools, sysfs_root=str(FIX / "sysfs-nvidia-h100-8x-nvswitch"))
     assert facts["count"] == 1 and "sysfs lists 8 nvidia GPUs but nvidia-smi --query-gpu reports 1" in facts["warnings"]
 
 
 def test_gather_no_gpu_is_clean(tmp_path):
-    facts = gpu.gather(FakeRunner({}), no_tools(), sysfs_root=str(FIX / "sysfs-none"),
-                       dgx_release_path=str(tmp_path / "absent"), cpu_arch="x86_64")
+    facts = gather(FakeRunner({}), no_tools(), sysfs_root=str(FIX / "sysfs-none"),
+                   dgx_release_path=str(tmp_path / "absent"), cpu_arch="x86_64")
     assert facts["vendor"] == "none" and facts["count"] == 0 and facts["profile"] is None
     assert facts["profile_reason"] == "no NVIDIA, AMD or Intel GPU found" and facts["warnings"] == []
     assert [e["status"] for e in facts["sources_tried"]] == ["missing"] * 4 + ["ok"]
@@ -636,7 +681,7 @@ def test_gather_no_gpu_is_clean(tmp_path):
 def test_gather_tool_without_gpus_continues(tmp_path):
     runner = FakeRunner({("-q", "-x"): (6, "No devices were found\n", "")})
     tools = dict(no_tools(), **{"nvidia-smi": tool(tmp_path, "nvidia-smi")})
-    facts = gpu.gather(runner, tools, sysfs_root=str(FIX / "sysfs-amd-mi300x-2x"))
+    facts = gather(runner, tools, sysfs_root=str(FIX / "sysfs-amd-mi300x-2x"))
     assert facts["vendor"] == "amd" and facts["warnings"] == []  # an NVIDIA tool failing says nothing about AMD GPUs
 
 
@@ -650,6 +695,7 @@ def fake_nvidia_smi(shared_dir, tmp_path, config):
 
 
 def run_module(tmp_path, collections_dir, **args):
+    args.setdefault("profiles", PROFILES)  # the action plugin's part
     args_file = tmp_path / "args.json"
     args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
     env = dict(os.environ, PYTHONPATH=str(collections_dir))
@@ -690,3 +736,14 @@ def test_module_main_tool_fails_and_no_gpu(shared_dir, collections_dir, tmp_path
     result = run_module(tmp_path, collections_dir, nvidia_smi_path=absent, sysfs_root=str(FIX / "sysfs-none"), **common)
     facts = result["ansible_facts"]["llmfleet_gpu"]
     assert facts["vendor"] == "none" and facts["count"] == 0 and "warnings" not in result
+
+
+def test_module_main_without_profiles_matches_nothing(shared_dir, collections_dir, tmp_path):
+    """Run without its action plugin (which fills ``profiles``): the facts, but no profile."""
+    wrapper = fake_nvidia_smi(shared_dir, tmp_path, {"gpus": [{"name": "NVIDIA H100 80GB HBM3", "memory_total_mib": 81559}]})
+    absent = str(tmp_path / "absent")
+    result = run_module(tmp_path, collections_dir, nvidia_smi_path=wrapper, amd_smi_path=absent, rocm_smi_path=absent,
+                        xpu_smi_path=absent, sysfs_root=str(FIX / "sysfs-none"), dgx_release_path=absent, profiles=None)
+    facts = result["ansible_facts"]["llmfleet_gpu"]
+    assert facts["vendor"] == "nvidia" and facts["count"] == 1 and facts["profile"] is None
+    assert "no taxonomy hardware profiles" in facts["profile_reason"]
