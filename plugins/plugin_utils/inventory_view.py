@@ -5,11 +5,12 @@
 
 from __future__ import annotations
 
-from ansible_collections.llmfleet.vllm.plugins.module_utils.fleet import VARS
-
 from collections.abc import Mapping
 
-_KEYS = VARS + ("ansible_host",)
+from ansible_collections.llmfleet.vllm.plugins.module_utils.inventory_vars import NAMES
+
+#: What the planner reads of a host: the inventory variables of its table, and ansible_host.
+_KEYS = NAMES + ("ansible_host",)
 
 
 class HostvarsView(Mapping):
@@ -19,10 +20,9 @@ class HostvarsView(Mapping):
     planner only needs the host being planned and the members of its replica.
     """
 
-    def __init__(self, hostvars, hosts, templar=None):
+    def __init__(self, hostvars, hosts):
         self._hostvars = hostvars
         self._hosts = list(hosts)
-        self._templar = templar
         self._cache = {}
 
     def __getitem__(self, host):
@@ -35,11 +35,7 @@ class HostvarsView(Mapping):
         out = {}
         for key in _KEYS:
             if key in raw:
-                value = raw[key]
-                if self._templar is not None:
-                    value = self._templar.template(value)
-                out[key] = to_plain(value)
-        facts = None
+                out[key] = to_plain(raw[key])
         try:
             facts = raw.get("ansible_facts", {}).get("llmfleet_gpu")
         except AttributeError:

@@ -17,9 +17,12 @@ import subprocess
 import pytest
 
 from ansible_collections.llmfleet.vllm.plugins.module_utils.catalog import get_catalog
-from ansible_collections.llmfleet.vllm.plugins.module_utils.fleet import Fleet, bind, recipe_view, served_names
-from ansible_collections.llmfleet.vllm.plugins.module_utils.resolver import Resolver, format_command, shell_quote
+from ansible_collections.llmfleet.vllm.plugins.module_utils.fleet import Fleet, served_names
+from ansible_collections.llmfleet.vllm.plugins.module_utils.replica import bind
+from ansible_collections.llmfleet.vllm.plugins.module_utils.render import format_command, shell_quote
+from ansible_collections.llmfleet.vllm.plugins.module_utils.resolver import Resolver
 
+from plan_views import recipe_view
 from playbook_runner import JSON_CALLBACK, REPO, run, tool
 
 GOLDEN = "seed_qwen3.6-35b-a3b_json_api_renderings.jsonl.gz"

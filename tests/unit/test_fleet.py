@@ -16,9 +16,12 @@ import pytest
 import yaml
 
 from ansible_collections.llmfleet.vllm.plugins.module_utils.catalog import BUILTIN_TREE, Catalog
-from ansible_collections.llmfleet.vllm.plugins.module_utils.fleet import (
-    Fleet, FleetError, bind, fleet_hosts, recipe_view, served_names)
-from ansible_collections.llmfleet.vllm.plugins.module_utils.resolver import Resolver, format_command, format_router
+from ansible_collections.llmfleet.vllm.plugins.module_utils.fleet import Fleet, FleetError, served_names
+from ansible_collections.llmfleet.vllm.plugins.module_utils.replica import bind
+from ansible_collections.llmfleet.vllm.plugins.module_utils.render import format_command, format_router
+from ansible_collections.llmfleet.vllm.plugins.module_utils.resolver import Resolver
+
+from plan_views import fleet_hosts, recipe_view
 
 SEED = "Qwen/Qwen3.6-35B-A3B"
 SEED_FILE = os.path.join(BUILTIN_TREE, "models", "Qwen", "Qwen3.6-35B-A3B.yaml")

@@ -8,9 +8,12 @@ import gzip
 import json
 
 from ansible_collections.llmfleet.vllm.plugins.module_utils.catalog import Catalog
-from ansible_collections.llmfleet.vllm.plugins.module_utils.fleet import Fleet, bind, recipe_view
+from ansible_collections.llmfleet.vllm.plugins.module_utils.fleet import Fleet
+from ansible_collections.llmfleet.vllm.plugins.module_utils.replica import bind
 from ansible_collections.llmfleet.vllm.plugins.module_utils.render import container_argv
 from ansible_collections.llmfleet.vllm.plugins.module_utils.resolver import ADVANCED_PRESETS
+
+from plan_views import recipe_view
 
 SEED = "Qwen/Qwen3.6-35B-A3B"
 
