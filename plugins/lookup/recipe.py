@@ -22,6 +22,55 @@ description:
   - Multi-node replicas are inventory groups named by C(vllm_replica); ranks follow the inventory
     hostname order unless C(vllm_node_rank) is set; the rank-0 host's C(vllm_cluster_address)
     (default C(ansible_host)) replaces C($HEAD_IP) and C(vllm_cluster_interface) replaces C($IFACE_NAME).
+notes:
+  - Without terms, the plan is made from these inventory variables of the host (and of the members of its
+    replica), each optional unless said otherwise; C(replica-wide) ones must be the same on every member of a
+    multi-node replica. The collection README has the same table.
+  - "C(vllm_recipe) (string; replica-wide): recipe id (Hugging Face model id), e.g. C(Qwen/Qwen3.6-35B-A3B);
+    required on a host that serves vLLM"
+  - "C(vllm_variant) (string; default: the recipe's choice for the hardware; replica-wide): variant key (C(default),
+    C(fp8), C(nvfp4), ...)"
+  - "C(vllm_hardware) (string; default: the host's detected profile; replica-wide): taxonomy profile id (C(h200),
+    C(dgx_spark_gb10), C(mi300x), ...)"
+  - "C(vllm_gpu_count) (integer > 0; default: the profile's; with a detected profile, the detected count;
+    replica-wide): real GPUs per node, replacing the profile's (deviation D6)"
+  - "C(vllm_strategy) (string; default: the recipe's recommendation, chosen as upstream chooses it; replica-wide):
+    strategy id (C(single_node_tp), C(multi_node_dep), ...)"
+  - "C(vllm_features) (list or dict; default: the recipe's defaults; replica-wide): a list of features to enable
+    (emitted in that order), or a dict C(feature: true/false) on top of the recipe defaults (recipe order)"
+  - "C(vllm_feature_modes) (dict; default: each feature's default mode; replica-wide): mode per feature, e.g.
+    C({spec_decoding: mtp})"
+  - "C(vllm_kv_offload) (string; replica-wide): a taxonomy KV-offload option (C(simple), C(lmcache), ...)"
+  - "C(vllm_advanced) (list of strings; replica-wide): advanced preset ids (C(gpu_mem_095), ...)"
+  - "C(vllm_extra_args) (list of strings): argv tokens appended last, with provenance C(inventory)"
+  - "C(vllm_extra_env) (dict): env appended last, with provenance C(inventory)"
+  - "C(vllm_image) (string; default: the recipe's image; replica-wide): container image, replacing the recipe's"
+  - "C(vllm_version) (version string; default: the image tag's, else the newest flag catalogue; replica-wide): vLLM
+    version for the flag checks when the image tag names none"
+  - "C(vllm_port) (integer > 0; default: C(8000)): API port (in a PD replica: C(8001) on prefill, C(8002) on decode,
+    C(vllm_router_port) on the router)"
+  - "C(vllm_served_model_name) (string, list or dict; default: the model id): a name, a list C([canonical,
+    alias...]) or C({name: qwen-3.6-35b-a3b, aliases: [qwen-3.6-a3b]})"
+  - "C(vllm_recipes_path) (path or list of paths; default: the built-in tree; replica-wide): recipe trees in the
+    vllm-project/recipes layout (later trees win)"
+  - "C(vllm_replica) (string; default: none (the host serves alone)): name of the inventory group forming this
+    host's multi-node replica"
+  - "C(vllm_node_rank) (integer >= 0; default: the order of inventory hostnames): rank in the replica (set on every
+    member or on none)"
+  - "C(vllm_cluster_address) (string; default: C(ansible_host), else the inventory hostname): address the other
+    members use for this host (C($HEAD_IP) on rank 0, C(VLLM_HOST_IP))"
+  - "C(vllm_cluster_interface) (string): NIC for NCCL/GLOO (C($IFACE_NAME)); required in multi-node replicas"
+  - "C(vllm_pd_role) (C(prefill), C(decode) or C(router)): the host's role in a C(pd_cluster) replica (required
+    there)"
+  - "C(vllm_pd_dp_rpc_port) (integer > 0; default: C(13345)): DP RPC port of a PD pool's data-parallel ranks (read
+    from the pool's first member)"
+  - "C(vllm_router_port) (integer > 0; default: C(30000)): client port of the PD router"
+  - "C(vllm_infiniband_hca) (string or list of strings; default: the HCAs C(gpu_facts) detected): InfiniBand HCAs of
+    a replica node (C(mlx5_0,mlx5_1)): C(NCCL_IB_HCA) and the RDMA container flags; C([]) turns them off"
+  - "C(vllm_multinode_backend) (C(mp) or C(ray); default: C(mp); replica-wide): how a multi-node replica starts:
+    vLLM's multiprocessing (C(--nnodes)), or Ray for TP, TP x PP and TEP replicas on images that carry Ray (C(ray
+    start) on every node, C(--distributed-executor-backend ray) on the head)"
+  - "C(vllm_ray_port) (integer > 0; default: C(6379); replica-wide): Ray GCS port on the head in C(ray) mode"
 options:
   _terms:
     description: A recipe id (Hugging Face model id such as C(Qwen/Qwen3.6-35B-A3B)). Omit it to plan the current host.

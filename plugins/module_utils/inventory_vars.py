@@ -9,7 +9,7 @@ its meaning, and whether every member of a multi-node replica must set the same 
 table come the type checks (:func:`type_problems`), the variables a replica's members must agree
 on (:data:`REPLICA_SHARED`) and the keys read from Ansible's hostvars (:data:`NAMES`); the
 README's table and the notes of the ``llmfleet.vllm.recipe`` lookup are tested against it
-(texts use Markdown backticks for code). Every variable is optional unless its default says
+(texts use Markdown backticks for code). Every variable is optional unless its meaning says
 ``required``.
 
 Pure Python: no Ansible imports.
@@ -106,8 +106,8 @@ PD_ROLES = ("prefill", "decode", "router")
 MULTINODE_BACKENDS = ("mp", "ray")
 
 INVENTORY_VARS = (
-    Var("vllm_recipe", STRING, "recipe id (Hugging Face model id), e.g. `Qwen/Qwen3.6-35B-A3B`",
-        default_doc="required on a host that serves vLLM", shared=True),
+    Var("vllm_recipe", STRING, "recipe id (Hugging Face model id), e.g. `Qwen/Qwen3.6-35B-A3B`; required on a host "
+        "that serves vLLM", shared=True),
     Var("vllm_variant", STRING, "variant key (`default`, `fp8`, `nvfp4`, ...)",
         default_doc="the recipe's choice for the hardware", shared=True),
     Var("vllm_hardware", STRING, "taxonomy profile id (`h200`, `dgx_spark_gb10`, `mi300x`, ...)",
@@ -134,7 +134,7 @@ INVENTORY_VARS = (
     Var("vllm_recipes_path", PATHS, "recipe trees in the vllm-project/recipes layout (later trees win)",
         default_doc="the built-in tree", shared=True),
     Var("vllm_replica", STRING, "name of the inventory group forming this host's multi-node replica",
-        default_doc="none: the host serves alone"),
+        default_doc="none (the host serves alone)"),
     Var("vllm_node_rank", RANK, "rank in the replica (set on every member or on none)",
         default_doc="the order of inventory hostnames"),
     Var("vllm_cluster_address", STRING, "address the other members use for this host (`$HEAD_IP` on rank 0, `VLLM_HOST_IP`)",
@@ -146,9 +146,9 @@ INVENTORY_VARS = (
     Var("vllm_router_port", POSITIVE_INT, "client port of the PD router", default=30000),
     Var("vllm_infiniband_hca", HCAS, "InfiniBand HCAs of a replica node (`mlx5_0,mlx5_1`): `NCCL_IB_HCA` and the RDMA "
         "container flags; `[]` turns them off", default_doc="the HCAs `gpu_facts` detected"),
-    Var("vllm_multinode_backend", one_of(*MULTINODE_BACKENDS), "`mp` (vLLM's multiprocessing, `--nnodes`) or `ray` (TP, "
-        "TP x PP and TEP replicas on images that carry Ray: `ray start` on every node, `--distributed-executor-backend ray` "
-        "on the head)", default="mp", shared=True),
+    Var("vllm_multinode_backend", one_of(*MULTINODE_BACKENDS), "how a multi-node replica starts: vLLM's multiprocessing "
+        "(`--nnodes`), or Ray for TP, TP x PP and TEP replicas on images that carry Ray (`ray start` on every node, "
+        "`--distributed-executor-backend ray` on the head)", default="mp", shared=True),
     Var("vllm_ray_port", POSITIVE_INT, "Ray GCS port on the head in `ray` mode", default=6379, shared=True),
 )
 
