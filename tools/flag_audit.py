@@ -35,19 +35,12 @@ import json
 import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-try:
-    import _collection_path  # puts .collections on sys.path
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _collection_path  # noqa: E402  pylint: disable=wrong-import-position
 
-    ROOT = _collection_path.ROOT
-    from ansible_collections.llmfleet.vllm.plugins.module_utils import vllm_flags
-except ImportError:  # pragma: no cover - running from a copy without the helper
-    sys.path.insert(0, os.path.join(ROOT, "plugins", "module_utils"))
-    import vllm_flags  # type: ignore
+from ansible_collections.llmfleet.vllm.plugins.module_utils import vllm_flags  # noqa: E402
 
-DEFAULT_SHARED = os.path.join(os.path.dirname(ROOT), "shared")
+DEFAULT_SHARED = os.path.join(os.path.dirname(_collection_path.ROOT), "shared")
 
 
 def iter_argvs(obj, path=""):

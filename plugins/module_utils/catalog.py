@@ -15,6 +15,10 @@ recipes over upstream), per strategy name, and its taxonomy (when it has one) re
 earlier taxonomy. Parsed files are cached per process, keyed by (path, mtime, size), so a
 fleet of 1,000 hosts parses each file once.
 
+A catalog validates what it loads (``recipe_schema``): the taxonomy in use and every strategy
+file when it is built, each recipe on first use. A file is checked once per process and
+parse, whatever Catalog instance asks.
+
 Pure Python: no Ansible imports.
 """
 
@@ -37,15 +41,18 @@ except ImportError:  # pragma: no cover - exercised only without PyYAML
     HAS_YAML = False
     _SafeLoader = None
 
-from .errors import RecipeError, RecipeNotFound, RecipeValidationError, ValidationIssue
+from .errors import RecipeError, RecipeNotFound, RecipeValidationError, ValidationIssue, _unknown
+from .recipe_schema import raise_for_issues, validate_recipe, validate_strategy, validate_taxonomy
 
 #: The collection's own tree: the Qwen3.6-35B-A3B recipe, the taxonomy and the strategies.
 BUILTIN_TREE = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data", "recipes"))
 
 _CACHE = {}
 _CACHE_LOCK = threading.Lock()
-#: (recipe path, taxonomy path) -> (recipe data, taxonomy data, issues): a parsed file is
-#: validated once per process too, whatever Catalog instance asks.
+#: Validation results, so that a parsed file is validated once per process too, whatever
+#: Catalog instance asks: (recipe path, taxonomy path) -> (recipe data, taxonomy data,
+#: strategy names, issues); (taxonomy or strategy path, "taxonomy" or "strategy") ->
+#: (data, issues). A hit needs the very objects the parse cache holds now.
 _CHECKED = {}
 
 
@@ -87,14 +94,19 @@ def load_yaml(path):
     return data
 
 
-def cache_info():
-    """Number of parsed files held by the process-wide cache (for tests and benchmarks)."""
-    return len(_CACHE)
-
-
-def clear_cache():
-    with _CACHE_LOCK:
-        _CACHE.clear()
+def _file_issues(path, kind, data):
+    """Issues of a parsed taxonomy (``kind`` "taxonomy") or strategy file ("strategy"; its
+    ``name`` must be the file name), checked once per parse."""
+    key = (path, kind)
+    hit = _CHECKED.get(key)
+    if hit is not None and hit[0] is data:
+        return hit[1]
+    if kind == "taxonomy":
+        issues = validate_taxonomy(data, path)
+    else:
+        issues = validate_strategy(data, path, expected_name=os.path.basename(path).rsplit(".", 1)[0])
+    _CHECKED[key] = (data, issues)
+    return issues
 
 
 def scan_tree(root):
@@ -125,8 +137,11 @@ class Catalog(object):
     """Recipes, taxonomy and strategies from a stack of trees (later trees win).
 
     ``paths``: a list of tree roots; ``None`` or empty means the built-in tree.
-    ``validate``: check each recipe against the JSON Schema and the semantic checks the
-    first time it is read (``recipe()`` raises :class:`RecipeValidationError`).
+    ``validate``: check the taxonomy and the strategy files now, and each recipe the first
+    time it is read, against the schemas and the semantic checks of ``recipe_schema``: the
+    constructor, ``taxonomy``, ``strategies`` and ``recipe()`` raise
+    :class:`RecipeValidationError` naming the file, the YAML path, the bad value and what
+    is valid.
     """
 
     #: Seconds during which a file read through this catalog is not stat'ed again. Within one
@@ -160,8 +175,14 @@ class Catalog(object):
         for rid in self._recipe_paths:
             self._lower[rid.lower()] = rid
         self._checked = {}
+        self._valid_taxonomy = None
         self._strategies = None
         self._memo = {}
+        if validate:  # refuse a broken tree now, with every problem of its taxonomy and strategies
+            issues = list(_file_issues(self._taxonomy_path, "taxonomy", self._load(self._taxonomy_path)))
+            for path in self._strategy_paths:
+                issues.extend(_file_issues(path, "strategy", self._load(path)))
+            raise_for_issues(issues)
 
     def _load(self, path):
         """load_yaml, stat'ing the file at most once per ``freshness`` seconds."""
@@ -177,6 +198,9 @@ class Catalog(object):
     @property
     def taxonomy(self):
         data = self._load(self._taxonomy_path)
+        if self.validate and self._valid_taxonomy is not data:
+            raise_for_issues(_file_issues(self._taxonomy_path, "taxonomy", data))
+            self._valid_taxonomy = data
         if not isinstance(data, dict) or not isinstance(data.get("hardware_profiles"), dict):
             raise RecipeValidationError([ValidationIssue(
                 self._taxonomy_path, "hardware_profiles", "expected a map of hardware profiles")])
@@ -195,6 +219,8 @@ class Catalog(object):
         """Merged map of strategies/*.yaml and kv_store/*.yaml keyed by ``name``."""
         key = tuple(id(self._load(p)) for p in self._strategy_paths)
         if self._strategies is None or self._strategies[0] != key:
+            if self.validate:
+                raise_for_issues([i for p in self._strategy_paths for i in _file_issues(p, "strategy", self._load(p))])
             merged = {}
             for path in self._strategy_paths:
                 data = self._load(path)
@@ -226,9 +252,7 @@ class Catalog(object):
         path = self._recipe_paths[rid]
         data = self._load(path)
         if self.validate and self._checked.get(path) is not data:
-            errors = [i for i in self.check_recipe(rid) if i.severity == "error"]
-            if errors:
-                raise RecipeValidationError(errors)
+            raise_for_issues(self.check_recipe(rid))
             self._checked[path] = data
         return data
 
@@ -243,22 +267,9 @@ class Catalog(object):
         hit = _CHECKED.get(key)
         if hit is not None and hit[0] is data and hit[1] is taxonomy and hit[2] == sorted(strategies):
             return hit[3]
-        from .recipe_schema import validate_recipe  # local import: jsonschema is optional until used
         issues = validate_recipe(data, path, taxonomy=taxonomy, strategy_ids=set(strategies), expected_id=rid)
         _CHECKED[key] = (data, taxonomy, sorted(strategies), issues)
         return issues
-
-    def recipe_warnings(self, recipe_id):
-        return [i for i in self.check_recipe(recipe_id) if i.severity != "error"]
-
-
-def _unknown(kind, value, valid, where=""):
-    from difflib import get_close_matches
-    valid = sorted(valid)
-    close = get_close_matches(str(value), valid, n=3, cutoff=0.6)
-    hint = (" (did you mean %s?)" % " or ".join(close)) if close else ""
-    shown = valid if len(valid) <= 40 else valid[:40] + ["... %d more" % (len(valid) - 40)]
-    return "unknown %s %r%s%s; valid: %s" % (kind, value, where, hint, ", ".join(shown))
 
 
 _DEFAULT_CATALOGS = {}

@@ -14,6 +14,9 @@ Two layers:
   strategy ids, the upstream ``validateFeatureModes`` rules, opt-in feature names and
   ``model.model_id`` against the file path.
 
+This module checks parsed data only; reading the files of a tree, and calling these checks
+on what it reads, is the catalog's job (``catalog.py``).
+
 Every problem is a :class:`ValidationIssue` whose ``path`` is a YAML path such as
 ``variants.nvfp4.hardware_overrides.rtx_5090.extra_args[3]`` and whose ``message``
 names the bad value and what was expected.
@@ -23,46 +26,22 @@ validator normalizes dates to ``YYYY-MM-DD`` strings (see :func:`normalize_yaml_
 before checking; the input is never modified.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
+from __future__ import annotations
 
 import datetime
+import importlib
+import importlib.util
 import json
 import os
 import re
 import traceback
 
-try:
-    import jsonschema
-    from jsonschema.exceptions import best_match as _best_match
-except ImportError:  # pragma: no cover - exercised only without jsonschema
-    jsonschema = None
-    _best_match = None
-    HAS_JSONSCHEMA = False
-    JSONSCHEMA_IMPORT_ERROR = traceback.format_exc()
-else:
-    HAS_JSONSCHEMA = True
-    JSONSCHEMA_IMPORT_ERROR = None
+from .errors import RecipeError, RecipeValidationError, ValidationIssue
 
-try:
-    import yaml
-except ImportError:  # pragma: no cover - exercised only without PyYAML
-    yaml = None
-    HAS_YAML = False
-    YAML_IMPORT_ERROR = traceback.format_exc()
-else:
-    HAS_YAML = True
-    YAML_IMPORT_ERROR = None
-
-try:
-    from ansible_collections.llmfleet.vllm.plugins.module_utils.errors import (
-        RecipeError,
-        RecipeValidationError,
-        ValidationIssue,
-    )
-except ImportError:  # pragma: no cover - outside an ansible_collections tree
-    from .errors import RecipeError, RecipeValidationError, ValidationIssue  # type: ignore
+#: jsonschema is imported when the first validator is built: importing it costs tens of
+#: milliseconds, and most processes that load this module (through the catalog) never
+#: build one.
+HAS_JSONSCHEMA = importlib.util.find_spec("jsonschema") is not None
 
 
 ERROR = "error"
@@ -160,22 +139,24 @@ def _ids(values):
     return ", ".join(sorted(str(v) for v in values))
 
 
-def _require_jsonschema():
-    if not HAS_JSONSCHEMA:
-        raise MissingDependencyError(
-            "recipe validation needs the Python library 'jsonschema' (>= 4.0): "
-            "pip install jsonschema\n%s" % (JSONSCHEMA_IMPORT_ERROR or ""))
-    if not hasattr(jsonschema, "Draft202012Validator"):
-        raise MissingDependencyError(
-            "recipe validation needs jsonschema >= 4.0 (Draft 2020-12 support); found %s"
-            % getattr(jsonschema, "__version__", "an older version"))
-
-
-def _require_yaml():
-    if not HAS_YAML:
-        raise MissingDependencyError(
-            "loading recipe files needs the Python library 'PyYAML': pip install pyyaml\n%s"
-            % (YAML_IMPORT_ERROR or ""))
+def _jsonschema():
+    """The :mod:`jsonschema` module, imported on first use; :class:`MissingDependencyError`
+    when it is missing or older than 4.0."""
+    detail = ""
+    if HAS_JSONSCHEMA:
+        try:
+            module = importlib.import_module("jsonschema")
+        except ImportError:
+            detail = traceback.format_exc()
+        else:
+            if not hasattr(module, "Draft202012Validator"):
+                raise MissingDependencyError(
+                    "recipe validation needs jsonschema >= 4.0 (Draft 2020-12 support); found %s"
+                    % getattr(module, "__version__", "an older version"))
+            return module
+    raise MissingDependencyError(
+        "recipe validation needs the Python library 'jsonschema' (>= 4.0): "
+        "pip install jsonschema\n%s" % detail)
 
 
 def normalize_yaml_types(data):
@@ -193,18 +174,6 @@ def normalize_yaml_types(data):
     if isinstance(data, datetime.date):
         return data.isoformat()
     return data
-
-
-def recipe_id_from_path(path):
-    """``.../models/Qwen/Qwen3.6-35B-A3B.yaml`` -> ``Qwen/Qwen3.6-35B-A3B``."""
-    norm = os.path.normpath(str(path))
-    stem = os.path.basename(norm)
-    for ext in (".yaml", ".yml"):
-        if stem.endswith(ext):
-            stem = stem[:-len(ext)]
-            break
-    org = os.path.basename(os.path.dirname(norm))
-    return "%s/%s" % (org, stem) if org else stem
 
 
 def split_issues(issues):
@@ -264,11 +233,10 @@ def _inline_refs(node, defs, stack=()):
 
 
 def _validator_for(name, schema_factory):
-    _require_jsonschema()
     key = ("validator", name)
     if key not in _CACHE:
         schema = schema_factory()
-        cls = jsonschema.Draft202012Validator
+        cls = _jsonschema().Draft202012Validator
         cls.check_schema(schema)
         inlined = _inline_refs(schema, schema.get("$defs") or {})
         _CACHE[key] = cls(inlined)
@@ -340,9 +308,9 @@ def _pick_alternative(err):
     # Prefer the deepest error; best_match breaks ties the jsonschema way.
     deepest = max(len(list(c.absolute_path)) for c in candidates)
     candidates = [c for c in candidates if len(list(c.absolute_path)) == deepest]
-    if len(candidates) == 1 or _best_match is None:
+    if len(candidates) == 1:
         return candidates[0]
-    return _best_match(candidates)
+    return _jsonschema().exceptions.best_match(candidates)
 
 
 def _in_property_names(err):
@@ -792,8 +760,7 @@ def validate_recipe(data, source, taxonomy=None, strategy_ids=None, expected_id=
     :param taxonomy: parsed ``taxonomy.yaml``; enables hardware/task/KV-offload id checks.
     :param strategy_ids: iterable (or dict) of known strategy and kv_store names; enables the
         strategy id checks. Without it, the taxonomy's ``strategies`` list is used if given.
-    :param expected_id: the recipe id implied by the path (``Qwen/X`` for ``models/Qwen/X.yaml``),
-        see :func:`recipe_id_from_path`.
+    :param expected_id: the recipe id implied by the path (``Qwen/X`` for ``models/Qwen/X.yaml``).
     """
     recipe, issues, chk = _schema_checked(get_recipe_validator(), data, source)
     if chk is None:
@@ -982,55 +949,4 @@ def validate_strategy(data, source, expected_name=None):
                 chk.error([role], "a pd_cluster strategy needs a %s block; expected a map {vllm_args, env}" % role)
     if dtype == "kv_store_lb" and not isinstance(strat.get("vllm"), dict):
         chk.error(["vllm"], "a kv_store_lb strategy needs a vllm block; expected a map {vllm_args, env}")
-    return issues
-
-
-# --------------------------------------------------------------------------------------
-# whole recipe tree
-# --------------------------------------------------------------------------------------
-
-def load_yaml_file(path):
-    """``yaml.safe_load`` of one file (C loader when available)."""
-    _require_yaml()
-    loader = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
-    with open(path, "rb") as handle:
-        return yaml.load(handle, Loader=loader)  # nosec - safe loader
-
-
-def validate_recipe_tree(root):
-    """Validate ``taxonomy.yaml``, ``strategies/*.yaml``, ``kv_store/*.yaml`` and
-    ``models/<org>/<name>.yaml`` under ``root``; return all issues.
-
-    Files that fail to parse are reported as errors (path empty).
-    """
-    issues = []
-
-    def _load(path):
-        try:
-            return load_yaml_file(path), True
-        except Exception as exc:  # yaml.YAMLError, IOError
-            issues.append(ValidationIssue(path, "", "cannot parse YAML: %s" % exc, ERROR))
-            return None, False
-
-    from .catalog import scan_tree  # the one walker of the upstream layout
-    recipes, tax_path, strategy_files = scan_tree(root)
-    taxonomy = None
-    if tax_path:
-        taxonomy, ok = _load(tax_path)
-        if ok:
-            issues.extend(validate_taxonomy(taxonomy, tax_path))
-    strategy_ids = set()
-    for path in strategy_files.values():
-        data, ok = _load(path)
-        if not ok:
-            continue
-        stem = os.path.basename(path).rsplit(".", 1)[0]
-        issues.extend(validate_strategy(data, path, expected_name=stem))
-        if isinstance(data, dict) and isinstance(data.get("name"), str):
-            strategy_ids.add(data["name"])
-    for recipe_id, path in sorted(recipes.items()):
-        data, ok = _load(path)
-        if ok:
-            issues.extend(validate_recipe(data, path, taxonomy=taxonomy, strategy_ids=strategy_ids or None,
-                                          expected_id=recipe_id))
     return issues

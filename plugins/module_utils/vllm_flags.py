@@ -35,7 +35,7 @@ argv, and the start-up check of tool-call / reasoning parser names:
   since a later vLLM may add a flag that makes the prefix ambiguous.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import annotations
 
 import difflib
 import json
@@ -44,17 +44,13 @@ import re
 import threading
 
 try:
-    from ansible_collections.llmfleet.vllm.plugins.module_utils.errors import FlagValidationError, RecipeError
-except ImportError:  # imported outside an ansible_collections tree (tools/, plain sys.path)
-    try:
-        from .errors import FlagValidationError, RecipeError  # type: ignore
-    except (ImportError, ValueError):
-        from errors import FlagValidationError, RecipeError  # type: ignore
+    from .errors import FlagValidationError, RecipeError, ValidationIssue
+except ImportError:  # a top-level module: tests/molecule/vllm_double/build.py puts module_utils/ on sys.path
+    from errors import FlagValidationError, RecipeError, ValidationIssue  # type: ignore
 
 __all__ = [
     "CATALOG_DIR",
     "FlagCatalog",
-    "FlagProblem",
     "UnsupportedVllmVersion",
     "available_versions",
     "check_args",
@@ -82,45 +78,6 @@ _ROLLING_TAGS = ("latest", "nightly", "main", "dev", "edge")
 
 class UnsupportedVllmVersion(RecipeError, ValueError):
     """A vLLM version older than every shipped flag catalogue, or not a version."""
-
-
-class FlagProblem(object):
-    """One problem found in an argv.
-
-    ``flag``: the option (or positional) as written; ``code``: a short
-    machine-readable kind (``unknown``, ``abbreviation``, ``ambiguous``,
-    ``not-negatable``, ``unexpected-value``, ``missing-value``, ``bad-value``,
-    ``bad-choice``, ``not-json``, ``unknown-json-key``, ``unknown-parser``,
-    ``stray-positional``, ``help``, ``model-twice``); ``message``: the
-    human-readable text (also ``str(problem)``); ``version``: the catalogue
-    version checked against.
-    """
-
-    __slots__ = ("flag", "code", "message", "version")
-
-    def __init__(self, flag, code, message, version):
-        self.flag = flag
-        self.code = code
-        self.message = message
-        self.version = version
-
-    def as_dict(self):
-        return {"flag": self.flag, "code": self.code, "message": self.message, "version": self.version}
-
-    def __str__(self):
-        return self.message
-
-    def __repr__(self):
-        return "FlagProblem(%r, %r, %r)" % (self.flag, self.code, self.message)
-
-    def __eq__(self, other):
-        return isinstance(other, FlagProblem) and self.as_dict() == other.as_dict()
-
-    def __ne__(self, other):
-        return not self == other
-
-    def __hash__(self):
-        return hash((self.flag, self.code, self.message, self.version))
 
 
 # ---------------------------------------------------------------------------
@@ -550,7 +507,7 @@ class _Checker(object):
         self.problems = []
 
     def add(self, flag, code, message):
-        self.problems.append(FlagProblem(flag, code, "%s: %s" % (self.label, message), self.cat.version))
+        self.problems.append(ValidationIssue.in_argv(flag, code, "%s: %s" % (self.label, message), self.cat.version))
 
     # tokens ---------------------------------------------------------------
     def is_option_like(self, tok):
@@ -870,7 +827,15 @@ class _Checker(object):
 
 
 def find_problems(args, version=None, allow_abbrev=False, catalog_dir=None):
-    """Structured problems (:class:`FlagProblem`) of an argv for a vLLM version.
+    """Structured problems of an argv for a vLLM version: a list of argv issues
+    (:class:`ValidationIssue` with ``flag``, ``code``, ``message`` and ``version``).
+
+    ``flag``: the option (or positional) as written; ``code``: ``unknown``,
+    ``abbreviation``, ``ambiguous``, ``not-negatable``, ``unexpected-value``,
+    ``missing-value``, ``bad-value``, ``bad-choice``, ``not-json``,
+    ``unknown-json-key``, ``unknown-parser``, ``stray-positional``, ``help`` or
+    ``model-twice``; ``message``: the human-readable text (also ``str(issue)``);
+    ``version``: the catalogue version checked against.
 
     ``args``: a full argv (``["vllm", "serve", model, ...]``) or only the
     options that follow the model.  ``version``: a version string (mapped to the

@@ -79,9 +79,14 @@ def test_later_tree_overrides_per_recipe_id(tmp_path, shared_dir):
     assert cat2.recipe_path(SEED).startswith(str(shared_dir))
 
 
+def _clear_parse_cache():
+    with catalog_mod._CACHE_LOCK:
+        catalog_mod._CACHE.clear()
+
+
 def test_each_file_parsed_once_per_process(tmp_path, monkeypatch):
     tree, path = _site_tree(tmp_path, ["--trust-remote-code"])
-    catalog_mod.clear_cache()
+    _clear_parse_cache()
     calls = []
     real = catalog_mod.yaml.load
 

@@ -25,6 +25,7 @@ yaml = pytest.importorskip("yaml")
 jsonschema = pytest.importorskip("jsonschema")
 
 from ansible_collections.llmfleet.vllm.plugins.module_utils import recipe_schema as rs  # noqa: E402
+from ansible_collections.llmfleet.vllm.plugins.module_utils.catalog import scan_tree  # noqa: E402
 from ansible_collections.llmfleet.vllm.plugins.module_utils.errors import (  # noqa: E402
     RecipeValidationError,
     ValidationIssue,
@@ -33,6 +34,62 @@ from ansible_collections.llmfleet.vllm.plugins.module_utils.errors import (  # n
 FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures" / "recipe_schema"
 QWEN = "Qwen/Qwen3.6-35B-A3B"
 QWEN_FILE = "Qwen3.6-35B-A3B.yaml"
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def load_yaml_file(path):
+    """``yaml.safe_load`` of one file (C loader when available): the raw data, dates as
+    :class:`datetime.date` (the catalog's loader normalizes them; these tests need both)."""
+    with open(path, "rb") as handle:
+        return yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader)
+
+
+def recipe_id_from_path(path):
+    """``.../models/Qwen/Qwen3.6-35B-A3B.yaml`` -> ``Qwen/Qwen3.6-35B-A3B``."""
+    norm = os.path.normpath(str(path))
+    stem = os.path.basename(norm)
+    for ext in (".yaml", ".yml"):
+        if stem.endswith(ext):
+            stem = stem[:-len(ext)]
+            break
+    org = os.path.basename(os.path.dirname(norm))
+    return "%s/%s" % (org, stem) if org else stem
+
+
+def validate_recipe_tree(root):
+    """Every issue of ``taxonomy.yaml``, ``strategies/*.yaml``, ``kv_store/*.yaml`` and
+    ``models/<org>/<name>.yaml`` under ``root``; a file that does not parse is an error."""
+    issues = []
+
+    def _load(path):
+        try:
+            return load_yaml_file(path), True
+        except Exception as exc:  # yaml.YAMLError, OSError
+            issues.append(ValidationIssue(path, "", "cannot parse YAML: %s" % exc, "error"))
+            return None, False
+
+    recipes, tax_path, strategy_files = scan_tree(root)
+    taxonomy = None
+    if tax_path:
+        taxonomy, ok = _load(tax_path)
+        if ok:
+            issues.extend(rs.validate_taxonomy(taxonomy, tax_path))
+    strategy_ids = set()
+    for path in strategy_files.values():
+        data, ok = _load(path)
+        if not ok:
+            continue
+        stem = os.path.basename(path).rsplit(".", 1)[0]
+        issues.extend(rs.validate_strategy(data, path, expected_name=stem))
+        if isinstance(data, dict) and isinstance(data.get("name"), str):
+            strategy_ids.add(data["name"])
+    for recipe_id, path in sorted(recipes.items()):
+        data, ok = _load(path)
+        if ok:
+            issues.extend(rs.validate_recipe(data, path, taxonomy=taxonomy, strategy_ids=strategy_ids or None,
+                                             expected_id=recipe_id))
+    return issues
 
 
 # ----------------------------------------------------------------------------- fixtures
@@ -48,14 +105,14 @@ def recipes_dir(shared_dir):
 @pytest.fixture(scope="session")
 def corpus(recipes_dir):
     """Everything parsed once: taxonomy, strategies, and the model recipes by path."""
-    taxonomy = rs.load_yaml_file(str(recipes_dir / "taxonomy.yaml"))
+    taxonomy = load_yaml_file(str(recipes_dir / "taxonomy.yaml"))
     strategies = {}
     for sub in ("strategies", "kv_store"):
         for path in sorted((recipes_dir / sub).glob("*.yaml")):
-            strategies[str(path)] = rs.load_yaml_file(str(path))
+            strategies[str(path)] = load_yaml_file(str(path))
     recipes = {}
     for path in sorted((recipes_dir / "models").glob("*/*.yaml")):
-        recipes[str(path)] = rs.load_yaml_file(str(path))
+        recipes[str(path)] = load_yaml_file(str(path))
     return {
         "taxonomy": taxonomy,
         "strategies": strategies,
@@ -140,7 +197,7 @@ def test_all_real_recipes_validate_without_errors(corpus):
     assert len(corpus["recipes"]) == 173
     failures = []
     for path, data in corpus["recipes"].items():
-        issues = check(corpus, data, path, expected_id=rs.recipe_id_from_path(path))
+        issues = check(corpus, data, path, expected_id=recipe_id_from_path(path))
         failures.extend(str(i) for i in errors_of(issues))
     assert not failures, "%d errors:\n%s" % (len(failures), "\n".join(failures))
 
@@ -148,8 +205,8 @@ def test_all_real_recipes_validate_without_errors(corpus):
 def test_real_corpus_warnings_are_the_known_ones(corpus):
     warned = set()
     for path, data in corpus["recipes"].items():
-        for issue in warnings_of(check(corpus, data, path, expected_id=rs.recipe_id_from_path(path))):
-            warned.add((rs.recipe_id_from_path(path), issue.path))
+        for issue in warnings_of(check(corpus, data, path, expected_id=recipe_id_from_path(path))):
+            warned.add((recipe_id_from_path(path), issue.path))
     # D5: meta.hardware ids absent from the taxonomy (spec §10.13) ...
     assert ("nvidia/Cosmos3-Nano", "meta.hardware.a100") in warned
     assert ("inclusionAI/Ling-3.0-flash", "meta.hardware.h20") in warned
@@ -163,7 +220,7 @@ def test_validating_the_corpus_is_fast(corpus):
     rs.get_recipe_validator()
     start = time.perf_counter()
     for path, data in corpus["recipes"].items():
-        check(corpus, data, path, expected_id=rs.recipe_id_from_path(path))
+        check(corpus, data, path, expected_id=recipe_id_from_path(path))
     elapsed = time.perf_counter() - start
     assert elapsed < 2.0, "validating %d recipes took %.2fs" % (len(corpus["recipes"]), elapsed)
 
@@ -178,7 +235,7 @@ def test_taxonomy_and_strategies_validate(corpus):
 
 
 def test_validate_recipe_tree_on_the_corpus(corpus):
-    issues = rs.validate_recipe_tree(str(corpus["dir"]))
+    issues = validate_recipe_tree(str(corpus["dir"]))
     assert errors_of(issues) == []
     assert len(warnings_of(issues)) == 6
 
@@ -597,8 +654,8 @@ def test_model_id_may_differ_when_a_variant_serves_the_path_id(qwen, corpus):
 
 
 def test_recipe_id_from_path():
-    assert rs.recipe_id_from_path("/x/recipes/models/Qwen/Qwen3.6-35B-A3B.yaml") == QWEN
-    assert rs.recipe_id_from_path("models/google/gemma.yml") == "google/gemma"
+    assert recipe_id_from_path("/x/recipes/models/Qwen/Qwen3.6-35B-A3B.yaml") == QWEN
+    assert recipe_id_from_path("models/google/gemma.yml") == "google/gemma"
 
 
 # ----------------------------------------------------------------------------- raising, messages
@@ -701,15 +758,15 @@ def test_strategy_structure_errors(corpus):
 
 @pytest.fixture
 def tiny():
-    tax = rs.load_yaml_file(str(FIXTURES / "taxonomy.yaml"))
-    recipe = rs.load_yaml_file(str(FIXTURES / "minimal_recipe.yaml"))
+    tax = load_yaml_file(str(FIXTURES / "taxonomy.yaml"))
+    recipe = load_yaml_file(str(FIXTURES / "minimal_recipe.yaml"))
     return tax, recipe
 
 
 def test_fixture_taxonomy_and_strategy_validate():
-    tax = rs.load_yaml_file(str(FIXTURES / "taxonomy.yaml"))
+    tax = load_yaml_file(str(FIXTURES / "taxonomy.yaml"))
     assert rs.validate_taxonomy(tax, "taxonomy.yaml") == []
-    strat = rs.load_yaml_file(str(FIXTURES / "strategy.yaml"))
+    strat = load_yaml_file(str(FIXTURES / "strategy.yaml"))
     assert rs.validate_strategy(strat, "strategy.yaml", expected_name="strategy") == []
 
 
