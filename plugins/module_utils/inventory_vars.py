@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import namedtuple
 
 from .errors import RecipeError
 
@@ -31,32 +32,19 @@ class FleetError(RecipeError):
         super().__init__("\n".join(self.problems))
 
 
-class Kind(object):
+class Kind(namedtuple("Kind", "label expected ok", defaults=(None, None))):
     """The type of a variable: ``label`` (as the docs name it), ``expected`` (the end of a type
     error, ``expected <expected>``) and ``ok`` (value -> bool); a kind without ``ok`` is not checked."""
 
-    __slots__ = ("label", "expected", "ok")
-
-    def __init__(self, label, expected=None, ok=None):
-        self.label = label
-        self.expected = expected
-        self.ok = ok
+    __slots__ = ()
 
 
-class Var(object):
+class Var(namedtuple("Var", "name kind meaning default default_doc shared", defaults=(None, None, False))):
     """One inventory variable. ``default``: the value the planner uses when the variable is unset
     (None where the default is derived); ``default_doc``: that default in words, where it is derived
     or needs more than the value; ``shared``: every member of a replica must set the same value."""
 
-    __slots__ = ("name", "kind", "default", "default_doc", "meaning", "shared")
-
-    def __init__(self, name, kind, meaning, default=None, default_doc=None, shared=False):
-        self.name = name
-        self.kind = kind
-        self.meaning = meaning
-        self.default = default
-        self.default_doc = default_doc
-        self.shared = shared
+    __slots__ = ()
 
     @property
     def default_text(self):
