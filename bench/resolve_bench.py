@@ -23,7 +23,8 @@ import _collection_path  # noqa: E402,F401  pylint: disable=wrong-import-positio
 import golden_parity  # noqa: E402  pylint: disable=wrong-import-position
 
 from ansible_collections.llmfleet.vllm.plugins.module_utils.catalog import Catalog  # noqa: E402
-from ansible_collections.llmfleet.vllm.plugins.module_utils.resolver import Resolver, format_command  # noqa: E402
+from ansible_collections.llmfleet.vllm.plugins.module_utils.render import format_command  # noqa: E402
+from ansible_collections.llmfleet.vllm.plugins.module_utils.resolver import Resolver  # noqa: E402
 
 
 def main(argv=None):

@@ -33,8 +33,8 @@ import _collection_path  # noqa: E402,F401  pylint: disable=wrong-import-positio
 
 from ansible_collections.llmfleet.vllm.plugins.module_utils.catalog import Catalog  # noqa: E402
 from ansible_collections.llmfleet.vllm.plugins.module_utils.errors import RecipeError  # noqa: E402
-from ansible_collections.llmfleet.vllm.plugins.module_utils.resolver import (  # noqa: E402
-    ADVANCED_PRESETS, Resolver, format_command)
+from ansible_collections.llmfleet.vllm.plugins.module_utils.render import format_command  # noqa: E402
+from ansible_collections.llmfleet.vllm.plugins.module_utils.resolver import ADVANCED_PRESETS, Resolver  # noqa: E402
 
 DEFAULT_RECIPES = os.path.join(_collection_path.ROOT, "..", "shared", "recipes")
 OUT_OF_SCOPE = ("kv_store_lb",)

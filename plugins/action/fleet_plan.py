@@ -54,7 +54,7 @@ def plan_files(plan):
 
 
 def _sh(value):
-    from ansible_collections.llmfleet.vllm.plugins.module_utils.resolver import shell_quote
+    from ansible_collections.llmfleet.vllm.plugins.module_utils.render import shell_quote
     return shell_quote(value)
 
 

@@ -1,17 +1,81 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, llmfleet contributors
 # Apache License 2.0 (see LICENSE)
-"""Renderers over a host plan: shell command, container run argv, provenance explanation.
+"""Renderers over an argv, an env or a host plan: shell quoting, the shell command (as upstream
+prints it), env exports, the container run argv and the provenance explanation.
 
-Pure Python: no Ansible imports.
+Pure Python: no Ansible imports. Nothing here selects or builds; the resolver and the fleet
+layer hand in what they built.
 """
 
 from __future__ import annotations
 
 from .errors import RecipeError
-from .resolver import format_command, format_router
 
 HF_CACHE_IN_CONTAINER = "/root/.cache/huggingface"
+
+# --------------------------------------------------------------------------- shell form
+
+_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./=:@,+%-")
+
+
+def shell_quote(value):
+    """Upstream's shellQuote: a bare ``$VAR`` and safe words as they are, anything else single-quoted."""
+    if value and value[0] == "$" and len(value) > 1 and (value[1].isupper() or value[1] == "_") and \
+            all(c.isupper() or c.isdigit() or c == "_" for c in value[1:]) and value[1:2] not in "0123456789":
+        return value
+    if value and all(c in _SAFE for c in value):
+        return value
+    return "'" + value.replace("'", "'\\''") + "'"
+
+
+def _lines(args):
+    """One line per unit (flag [value] or positional), as the resolver's dedupe tokenized them."""
+    out = []
+    i = 0
+    n = len(args)
+    while i < n:
+        tok = args[i]
+        if tok[:1] == "-":
+            if i + 1 < n and args[i + 1][:1] != "-":
+                out.append("%s %s" % (tok, shell_quote(args[i + 1])))
+                i += 2
+                continue
+            out.append(tok)
+        elif out:
+            out[-1] += " " + shell_quote(tok)  # an extra value of a multi-value flag (--served-model-name a b)
+        else:
+            out.append(shell_quote(tok))
+        i += 1
+    return out
+
+
+def format_command(argv):
+    """Upstream's formatCommand: ``vllm serve <model> \\`` then one unit per line."""
+    head = "%s %s %s" % (argv[0], argv[1], shell_quote(argv[2]))
+    lines = _lines(argv[3:])
+    if not lines:
+        return head
+    return head + " \\\n  " + " \\\n  ".join(lines)
+
+
+def format_router(argv):
+    """The router command as upstream prints it (values are never quoted there)."""
+    lines = []
+    for tok in argv[1:]:
+        if tok[:1] == "-" or not lines:
+            lines.append(tok)
+        else:
+            lines[-1] += " " + tok
+    return argv[0] + " " + lines[0] + "".join(" \\\n    " + ln for ln in lines[1:])
+
+
+def env_exports(env):
+    """``export KEY=value`` lines, values quoted as :func:`shell_quote` quotes them."""
+    return "\n".join("export %s=%s" % (k, shell_quote(v)) for k, v in env.items())
+
+
+# --------------------------------------------------------------------------- host plans
 
 
 def _check_plan(plan, what):
@@ -26,7 +90,6 @@ def shell_command(plan, env=False):
     argv = [str(t) for t in plan["argv"]]
     cmd = format_router(argv) if argv[0] == "vllm-router" else format_command(argv)
     if env and plan.get("env"):
-        from .resolver import env_exports
         return env_exports(plan["env"]) + "\n" + cmd
     return cmd
 

@@ -19,15 +19,18 @@ deviations D1-D6:
 * D6 the host's real GPU count may replace the profile's GPUs per node.
 
 Every argv unit and env key carries its provenance: the layer that produced it and what it
-replaced. Pure Python: no Ansible imports.
+replaced. The resolver selects and builds; it renders nothing but the router's command
+(shell forms are in ``render``). What is off with a deployment it reports as facts
+(:meth:`Resolver.check_facts`), worded as the deployment's warnings; preflight decides which
+of them are errors. Pure Python: no Ansible imports.
 """
 
 from __future__ import annotations
 
 import math
 
-from .errors import ResolveError, UnsupportedError
-from .catalog import _unknown
+from .errors import ResolveError, UnsupportedError, _unknown
+from .render import format_router
 
 # --------------------------------------------------------------------------- constants
 
@@ -129,11 +132,11 @@ def version_key(text):
 
 def max_version(*versions):
     best = None
-    for v in versions:
-        if v is None or v == "":
+    for version in versions:
+        if version is None or version == "":
             continue
-        if best is None or version_key(v) > version_key(best):
-            best = str(v)
+        if best is None or version_key(version) > version_key(best):
+            best = str(version)
     return best
 
 
@@ -319,6 +322,24 @@ class _Env(object):
         self.prov.pop(key, None)
 
 
+# --------------------------------------------------------------------------- check facts as warnings
+
+#: The resolver's warning for each kind of :meth:`Resolver.check_facts` fact.
+CHECK_WARNINGS = {
+    "pd_pool_without_gpu": "pd_cluster %(role)s pool co-located on %(hardware)s has no GPU (the node has %(gpu_count)d)",
+    "pd_pool_dp_size": "pd_cluster %(role)s pool: data-parallel size %(dp_size)d exceeds the co-located pool's "
+                       "%(pool_gpus)d GPUs (upstream quirk)",
+    "meta_hardware_unknown": "recipe %(recipe)s: meta.hardware.%(hardware)s is not a hardware profile of the taxonomy (ignored, D5)",
+    "vram_fit": "variant %(variant)s needs %(vram_minimum_gb)s GB but %(hardware)s has %(vram_gb)s GB and cannot scale out",
+    "precision": "variant %(variant)s (%(precision)s) is not supported on %(hardware)s (%(brand)s %(generation)s)",
+}
+
+
+def check_warnings(facts):
+    """The warning texts of :meth:`Resolver.check_facts` facts, in their order."""
+    return [CHECK_WARNINGS[fact["check"]] % fact for fact in facts]
+
+
 # --------------------------------------------------------------------------- the resolver
 
 
@@ -367,9 +388,9 @@ class Resolver(object):
 
     def effective_compatible(self, recipe):
         offered = list(_as_list(recipe.get("compatible_strategies")))
-        for s, block in _as_map(recipe.get("strategy_hardware")).items():
-            if s not in offered and isinstance(block, dict) and "supported" in block.values():
-                offered.append(s)
+        for name, block in _as_map(recipe.get("strategy_hardware")).items():
+            if name not in offered and isinstance(block, dict) and "supported" in block.values():
+                offered.append(name)
         return offered
 
     @staticmethod
@@ -383,41 +404,49 @@ class Resolver(object):
     @staticmethod
     def min_gpus(recipe, key, hw_id):
         """minGpusForStrategy (§6.3)."""
-        smg = recipe.get("strategy_min_gpus")
-        if smg is None:
+        spec = recipe.get("strategy_min_gpus")
+        if spec is None:
             return 0
-        if _num(smg):
-            return smg
+        if _num(spec):
+            return spec
 
         def lookup(block):
             if _num(block):
                 return block
             if not isinstance(block, dict):
                 return 0
-            for k in (key, "multi_node_" + key, "single_node_" + key):
-                v = block.get(k)
-                if _num(v):
-                    return v
+            for name in (key, "multi_node_" + key, "single_node_" + key):
+                value = block.get(name)
+                if _num(value):
+                    return value
             return 0
 
-        return max(lookup(smg), lookup(smg.get(hw_id)) if isinstance(smg, dict) else 0)
+        return max(lookup(spec), lookup(spec.get(hw_id)) if isinstance(spec, dict) else 0)
 
     def nodes_for(self, recipe, strategy_name, hw):
         floor = self.min_gpus(recipe, strategy_name, hw.id)
         return int(math.ceil(float(floor) / hw.gpu_count)) or 1
 
     @staticmethod
-    def precision_ok(variant, hw):
-        ph = variant.get("precision_hardware")
-        if isinstance(ph, dict) and ph:
-            if ph.get("brand") and ph["brand"] != hw.brand:
-                return False
-            if ph.get("generation") and ph["generation"] != hw.generation:
-                return False
-            return True
+    def precision_needs(variant):
+        """(brand, generation) a variant's precision needs, either may be None; None if any hardware will do.
+
+        The variant's ``precision_hardware`` says it; without one, FP4 needs NVIDIA Blackwell.
+        """
+        needs = variant.get("precision_hardware")
+        if isinstance(needs, dict) and needs:
+            return needs.get("brand"), needs.get("generation")
         if str(variant.get("precision") or "").lower() in ("nvfp4", "fp4"):
-            return hw.is_nvidia and hw.generation == "blackwell"
-        return True
+            return "NVIDIA", "blackwell"
+        return None
+
+    @staticmethod
+    def precision_ok(variant, hw):
+        needs = Resolver.precision_needs(variant)
+        if needs is None:
+            return True
+        brand, generation = needs
+        return not (brand and brand != hw.brand) and not (generation and generation != hw.generation)
 
     @staticmethod
     def fits_single_node(variant, hw):
@@ -452,12 +481,8 @@ class Resolver(object):
         default = _as_map(recipe.get("meta")).get("default_hardware")
         if default in cands:
             return default
-        ph = variant.get("precision_hardware")
-        if isinstance(ph, dict) and ph:
-            blackwell = ph.get("generation") == "blackwell"
-        else:
-            blackwell = str(variant.get("precision") or "").lower() in ("nvfp4", "fp4")
-        if blackwell:
+        needs = self.precision_needs(variant)
+        if needs is not None and needs[1] == "blackwell":
             for hw_id in ("b200", "gb200"):
                 if hw_id in cands:
                     return hw_id
@@ -488,21 +513,21 @@ class Resolver(object):
         """Strategies offered on this hardware (JSON API rules, §6.5, plus the XPU UI rule)."""
         kinds = self.catalog.strategies
         out = []
-        for s in self.effective_compatible(recipe):
-            strat = kinds.get(s)
+        for name in self.effective_compatible(recipe):
+            strat = kinds.get(name)
             if not isinstance(strat, dict):
                 continue
-            if not self.strategy_supported_on(recipe, s, hw):
+            if not self.strategy_supported_on(recipe, name, hw):
                 continue
-            dtype = strat.get("deploy_type")
-            max_nodes = MAX_NODES if dtype in ("multi_node", "pd_cluster") else 1
-            if max_nodes * hw.gpu_count < self.min_gpus(recipe, s, hw.id):
+            deploy_type = strat.get("deploy_type")
+            max_nodes = MAX_NODES if deploy_type in ("multi_node", "pd_cluster") else 1
+            if max_nodes * hw.gpu_count < self.min_gpus(recipe, name, hw.id):
                 continue
-            if not hw.scalable and (s.startswith("multi_node_") or s == "pd_cluster"):
+            if not hw.scalable and (name.startswith("multi_node_") or name == "pd_cluster"):
                 continue
-            if hw.generation == "xpu" and dtype in ("multi_node", "pd_cluster", "kv_store_lb"):
+            if hw.generation == "xpu" and deploy_type in ("multi_node", "pd_cluster", "kv_store_lb"):
                 continue  # §10.16: the UI limits Intel XPU to single-node
-            out.append(s)
+            out.append(name)
         return out
 
     def recommend_strategy(self, recipe, node_count, compatible):
@@ -515,9 +540,9 @@ class Resolver(object):
                     return multi
             return default
         if node_count > 1:
-            for s in ("multi_node_tp", "multi_node_dep", "multi_node_tep"):
-                if s in compatible:
-                    return s
+            for name in ("multi_node_tp", "multi_node_dep", "multi_node_tep"):
+                if name in compatible:
+                    return name
         if "single_node_tp" in compatible:
             return "single_node_tp"
         return compatible[0] if compatible else None
@@ -530,10 +555,10 @@ class Resolver(object):
             return None
         per = int(math.ceil(float(vmin) / node_vram))
         strat = self.catalog.strategies.get("pd_cluster") or {}
-        so = _as_map(_as_map(recipe.get("strategy_overrides")).get("pd_cluster"))
+        overrides = _as_map(_as_map(recipe.get("strategy_overrides")).get("pd_cluster"))
         out = {}
         for role in ("prefill", "decode"):
-            mode = _as_map(so.get(role)).get("parallelism") or _as_map(strat.get(role)).get("parallelism") or "tp"
+            mode = _as_map(overrides.get(role)).get("parallelism") or _as_map(strat.get(role)).get("parallelism") or "tp"
             floor = int(math.ceil(float(self.min_gpus(recipe, mode, hw.id)) / hw.gpu_count))
             out[role] = max(per, floor)
         if max(out.values()) > 4:
@@ -558,23 +583,23 @@ class Resolver(object):
         hw = self.hardware(hardware, gpu_count)
         if vkey is None:
             vkey = "default"
-            v = _as_map(recipe["variants"]["default"])
-            if not (self.precision_ok(v, hw) and (hw.scalable or self.fits_single_node(v, hw))):
+            default = _as_map(recipe["variants"]["default"])
+            if not (self.precision_ok(default, hw) and (hw.scalable or self.fits_single_node(default, hw))):
                 fit = self.pick_fitting_variant(recipe, hw)
                 if fit:
                     notes.append("variant %s: the largest variant that fits %s" % (fit, hw.id))
                     vkey = fit
-        v = _as_map(recipe["variants"][vkey])
-        compatible = self.compatible_strategies(recipe, v, hw)
-        fits = self.fits_single_node(v, hw)
-        multi_possible = hw.scalable and any(s.startswith("multi_node_") for s in compatible)
+        chosen = _as_map(recipe["variants"][vkey])
+        compatible = self.compatible_strategies(recipe, chosen, hw)
+        fits = self.fits_single_node(chosen, hw)
+        multi_possible = hw.scalable and any(name.startswith("multi_node_") for name in compatible)
         base_nodes = 2 if (not fits and multi_possible) else 1
         if node_count not in (None, "") and int(node_count) > 1:
             base_nodes = int(node_count)  # a replica of N nodes: recommend for N nodes
         if strategy in (None, ""):
             strategy = self.recommend_strategy(recipe, base_nodes, compatible)
             if strategy is None or strategy not in compatible:
-                rest = [s for s in compatible if self.catalog.strategies[s].get("deploy_type") not in ("kv_store_lb", "pd_cluster")]
+                rest = [name for name in compatible if self.catalog.strategies[name].get("deploy_type") not in ("kv_store_lb", "pd_cluster")]
                 strategy = rest[0] if rest else strategy
             if strategy is None:
                 raise ResolveError("recipe %s offers no strategy on hardware %s" % (rid, hw.id))
@@ -589,9 +614,51 @@ class Resolver(object):
             else:
                 node_count = 1
         if strat.get("deploy_type") == "pd_cluster":
-            pd_nodes = self.pick_pd_nodes(recipe, v, hw)
+            pd_nodes = self.pick_pd_nodes(recipe, chosen, hw)
         return {"recipe": rid, "variant": vkey, "hardware": hw.id, "strategy": strategy,
                 "node_count": int(node_count), "pd_nodes": pd_nodes, "notes": notes}
+
+    # ------------------------------------------------------------------ checks
+    def check_facts(self, recipe_id, recipe, variant_key, hw, pools=None):
+        """What is off with one deployment, as facts for the caller to judge.
+
+        A list of dicts, each with a ``check`` key naming what was found, and its data:
+
+        * ``pd_pool_without_gpu`` (role, hardware, gpu_count): a co-located PD pool gets no GPU;
+        * ``pd_pool_dp_size`` (role, dp_size, pool_gpus): a co-located data-parallel pool's DP
+          size exceeds its GPUs (an upstream quirk);
+        * ``meta_hardware_unknown`` (recipe, hardware): a ``meta.hardware`` id the taxonomy
+          lacks (D5);
+        * ``vram_fit`` (variant, vram_minimum_gb, hardware, vram_gb, fitting_variant): the
+          variant does not fit one node of hardware that cannot scale out;
+        * ``precision`` (variant, precision, needs_brand, needs_generation, hardware, brand,
+          generation): the hardware lacks what the variant's precision needs.
+
+        The resolver words them as its warnings (:func:`check_warnings`); preflight
+        (``Fleet.check``) refuses those it counts as errors. ``pools`` is a deployment's
+        ``pools`` (None unless pd_cluster).
+        """
+        variant = _as_map(_as_map(recipe.get("variants")).get(variant_key))
+        facts = []
+        for role, info in (pools or {}).items():
+            if info["pool_gpus"] == 0:  # only a co-located pool (0 nodes) can get half of one GPU
+                facts.append({"check": "pd_pool_without_gpu", "role": role, "hardware": hw.id, "gpu_count": hw.gpu_count})
+        for role, info in (pools or {}).items():
+            if info["parallelism"] == "dep" and info["nodes"] == 0 and info["dp_size"] > info["pool_gpus"]:
+                facts.append({"check": "pd_pool_dp_size", "role": role, "dp_size": info["dp_size"], "pool_gpus": info["pool_gpus"]})
+        profiles = self.catalog.hardware_profiles
+        for hw_id in _as_map(_as_map(recipe.get("meta")).get("hardware")):
+            if hw_id not in profiles:
+                facts.append({"check": "meta_hardware_unknown", "recipe": recipe_id, "hardware": hw_id})
+        if not hw.scalable and not self.fits_single_node(variant, hw):
+            facts.append({"check": "vram_fit", "variant": variant_key, "vram_minimum_gb": variant.get("vram_minimum_gb"),
+                          "hardware": hw.id, "vram_gb": hw.vram_gb, "fitting_variant": self.pick_fitting_variant(recipe, hw)})
+        if not self.precision_ok(variant, hw):
+            brand, generation = self.precision_needs(variant)
+            facts.append({"check": "precision", "variant": variant_key, "precision": variant.get("precision"),
+                          "needs_brand": brand, "needs_generation": generation,
+                          "hardware": hw.id, "brand": hw.brand, "generation": hw.generation})
+        return facts
 
     # ------------------------------------------------------------------ features and modes
     def _feature_plan(self, recipe, rid, vkey, variant, hw, strategy_name, features, feature_modes, warnings):
@@ -618,9 +685,9 @@ class Resolver(object):
         for f, feat in all_features.items():
             for other in _as_list(_as_map(feat).get("conflicts_with")):
                 pairs.append((f, other))
-        for a, b in pairs:
-            if a in seen and b in seen:
-                raise ResolveError("features %s and %s of recipe %s are mutually exclusive: enable only one of them" % (a, b, rid))
+        for first, second in pairs:
+            if first in seen and second in seen:
+                raise ResolveError("features %s and %s of recipe %s are mutually exclusive: enable only one of them" % (first, second, rid))
         feature_modes = _as_map(feature_modes)
         for f in feature_modes:
             if f not in all_features:
@@ -697,7 +764,7 @@ class _Build(object):
     def __init__(self, resolver, recipe_id, variant, hardware, strategy, node_count, features, feature_modes,
                  pd_nodes, kv_offload, advanced, gpu_count, extra_args, extra_env, notes):
         cat = resolver.catalog
-        self.r = resolver
+        self.resolver = resolver
         self.recipe = recipe = cat.recipe(recipe_id)
         self.rid = rid = cat.canonical_id(recipe_id)
         self.vkey = vkey = resolver.variant_key(recipe, variant, rid)
@@ -709,19 +776,20 @@ class _Build(object):
             raise ResolveError("recipe %s marks hardware %s unsupported (meta.hardware.%s)" % (rid, hw.id, hw.id))
         self.strategy_name = strategy
         self.strat = resolver.strategy(strategy)
-        self.dtype = self.strat.get("deploy_type") or "single_node"
-        if self.dtype == "kv_store_lb":
+        self.deploy_type = self.strat.get("deploy_type") or "single_node"
+        if self.deploy_type == "kv_store_lb":
             raise UnsupportedError("strategy %s (Mooncake kv_store_lb) is not supported yet; use a serving strategy "
                                    "such as %s" % (strategy, ", ".join(resolver.effective_compatible(recipe)[:4])))
         if not _num(node_count) or int(node_count) != node_count or node_count < 1:
             raise ResolveError("node count must be a positive integer, got %r" % (node_count,))
-        self.nodes = int(node_count)
-        if self.nodes > MAX_NODES:
-            raise ResolveError("node count %d exceeds the maximum of %d" % (self.nodes, MAX_NODES))
-        if self.dtype == "multi_node" and self.nodes < 2:
-            raise ResolveError("%s needs at least 2 nodes, got %d (use a single_node_* strategy for one node)" % (strategy, self.nodes))
-        self.so = _as_map(_as_map(recipe.get("strategy_overrides")).get(strategy))
-        self.G = hw.gpu_count
+        self.node_count = int(node_count)
+        if self.node_count > MAX_NODES:
+            raise ResolveError("node count %d exceeds the maximum of %d" % (self.node_count, MAX_NODES))
+        if self.deploy_type == "multi_node" and self.node_count < 2:
+            raise ResolveError("%s needs at least 2 nodes, got %d (use a single_node_* strategy for one node)" % (strategy, self.node_count))
+        #: the recipe's ``strategy_overrides`` block of the chosen strategy
+        self.overrides = _as_map(_as_map(recipe.get("strategy_overrides")).get(strategy))
+        self.gpus_per_node = hw.gpu_count
         self.model_id = self.variant.get("model_id") or self.model.get("model_id")
         self.warnings = []
         self.notes = list(notes)
@@ -731,12 +799,14 @@ class _Build(object):
         self._pools = {}
         self.kv_offload = kv_offload
         self.advanced = self._advanced(advanced)
-        self.kv = self._kv_option()
+        #: (taxonomy key, option) of the KV offload that applies, or None
+        self.kv_option = self._kv_option()
         self.extra_args = list(extra_args or [])
         self.extra_env = _as_map(extra_env)
-        self.vlabel = "variant %s" % vkey
-        self.slabel = "strategy %s" % strategy
-        self.solabel = "strategy_overrides.%s" % strategy
+        # provenance labels of the variant, the strategy and the strategy overrides
+        self.variant_label = "variant %s" % vkey
+        self.strategy_label = "strategy %s" % strategy
+        self.overrides_label = "strategy_overrides.%s" % strategy
 
     # ------------------------------------------------------------------ gated inputs
     def _advanced(self, advanced):
@@ -762,8 +832,9 @@ class _Build(object):
         key = self.kv_offload
         if key in (None, "", "none"):
             return None
-        options = _as_map(self.r.catalog.taxonomy.get("kv_offload"))
-        if key in self.r.catalog.strategies and self.r.catalog.strategies[key].get("deploy_type") == "kv_store_lb":
+        catalog = self.resolver.catalog
+        options = _as_map(catalog.taxonomy.get("kv_offload"))
+        if key in catalog.strategies and catalog.strategies[key].get("deploy_type") == "kv_store_lb":
             raise UnsupportedError("KV offload %s (Mooncake kv_store_lb) is not supported yet; choose one of %s" % (key, ", ".join(sorted(options))))
         opt = options.get(key)
         if not isinstance(opt, dict):
@@ -771,7 +842,7 @@ class _Build(object):
         why = None
         support = _as_map(self.recipe.get("kv_offload_support")).get(key)
         allowed = opt.get("strategies")
-        if self.dtype in ("pd_cluster", "kv_store_lb"):
+        if self.deploy_type in ("pd_cluster", "kv_store_lb"):
             why = "pd_cluster owns --kv-transfer-config"
         elif isinstance(allowed, list) and self.strategy_name not in allowed:
             why = "it supports only strategies %s" % ", ".join(allowed)
@@ -786,23 +857,64 @@ class _Build(object):
             return None
         return (key, opt)
 
+    # ------------------------------------------------------------------ layers shared by argv and env
+    def _base_layers(self, kind, role):
+        """The first layers of ``kind`` ("args" or "env"), as (source, value) in emission order:
+        the model's base layer, the variant's, the variant's exact-hardware layer and the
+        strategy's (for a PD pool, its role's) ``vllm_args`` or ``env``."""
+        variant, label, hw_id = self.variant, self.variant_label, self.hw.id
+        yield "model.base_" + kind, self.model.get("base_" + kind)
+        yield label + " \u203a extra_" + kind, variant.get("extra_" + kind)
+        yield (label + " \u203a hardware_overrides." + hw_id,
+               _as_map(_as_map(variant.get("hardware_overrides")).get(hw_id)).get("extra_" + kind))
+        field = "vllm_args" if kind == "args" else kind
+        if role:
+            yield self.strategy_label + " \u203a %s.%s" % (role, field), _as_map(self.strat.get(role)).get(field)
+        else:
+            yield self.strategy_label + " \u203a " + field, self.strat.get(field)
+
+    def _override_layers(self, kind, role):
+        """The hardware-override layers of ``kind`` ("args" or "env"), as (source, value).
+
+        The generation block of the strategy overrides, else the recipe's and then the
+        variant's generation block; then the exact-hardware block of the strategy overrides
+        and, for a PD pool, the one of its role.
+        """
+        hw, overrides, label = self.hw, self.overrides, self.overrides_label
+        field = "extra_" + kind
+        by_hardware = _as_map(overrides.get("hardware_overrides"))
+        block, key = hw.gen_or_nvidia(by_hardware)
+        if block:
+            yield label + " \u203a hardware_overrides." + key, _as_map(block).get(field)
+        else:
+            block, key = hw.gen_or_nvidia(_as_map(self.recipe.get("hardware_overrides")))
+            if block:
+                yield "hardware_overrides." + key, _as_map(block).get(field)
+            block, key = hw.gen_or_nvidia(_as_map(self.variant.get("hardware_overrides")))
+            if block:
+                yield self.variant_label + " \u203a hardware_overrides." + key, _as_map(block).get(field)
+        yield label + " \u203a hardware_overrides." + hw.id, _as_map(by_hardware.get(hw.id)).get(field)
+        if role:
+            role_block = _as_map(_as_map(_as_map(overrides.get(role)).get("hardware_overrides")).get(hw.id))
+            yield label + " \u203a %s.hardware_overrides.%s" % (role, hw.id), role_block.get(field)
+
     # ------------------------------------------------------------------ argv layers
     def _parallel(self, args, role, rank):
         """Step 3: the parallelism flag block (§5.4)."""
-        strat, so, G, N = self.strat, self.so, self.G, self.nodes
-        src = self.slabel + " \u203a parallelism"
+        strat, overrides, gpus, node_count = self.strat, self.overrides, self.gpus_per_node, self.node_count
+        src = self.strategy_label + " \u203a parallelism"
         flag = strat.get("parallel_flag") or "--tensor-parallel-size"
-        if self.dtype == "pd_cluster":
+        if self.deploy_type == "pd_cluster":
             self._pd_parallel(args, role, rank)
             return
-        multi = self.dtype == "multi_node" and N > 1
-        par = strat.get("parallelism")
+        multi = self.deploy_type == "multi_node" and node_count > 1
+        parallelism = strat.get("parallelism")
         head = "$HEAD_IP"
         if multi and flag == "--data-parallel-size":
-            dp_local = G
-            gen_block = self.hw.gen_or_nvidia(_as_map(so.get("hardware_overrides")))[0]
-            exact = _as_map(_as_map(so.get("hardware_overrides")).get(self.hw.id))
-            scan = _as_list(so.get("vllm_args")) + _as_list(so.get("extra_args")) + \
+            dp_local = gpus
+            gen_block = self.hw.gen_or_nvidia(_as_map(overrides.get("hardware_overrides")))[0]
+            exact = _as_map(_as_map(overrides.get("hardware_overrides")).get(self.hw.id))
+            scan = _as_list(overrides.get("vllm_args")) + _as_list(overrides.get("extra_args")) + \
                 _as_list(_as_map(gen_block).get("extra_args")) + _as_list(exact.get("extra_args"))
             for i, tok in enumerate(scan):
                 if tok == "--data-parallel-size-local" and i + 1 < len(scan):
@@ -810,21 +922,22 @@ class _Build(object):
                         dp_local = int(scan[i + 1])
                     except (TypeError, ValueError):
                         pass
-            toks = ["--data-parallel-size", str(G * N), "--data-parallel-size-local", str(G), "--data-parallel-address", head]
+            toks = ["--data-parallel-size", str(gpus * node_count), "--data-parallel-size-local", str(gpus),
+                    "--data-parallel-address", head]
             if rank > 0:
                 toks += ["--data-parallel-start-rank", str(rank * dp_local)]
-        elif multi and par == "tp_pp":
-            toks = ["--tensor-parallel-size", str(G), "--pipeline-parallel-size", str(N), "--nnodes", str(N),
+        elif multi and parallelism == "tp_pp":
+            toks = ["--tensor-parallel-size", str(gpus), "--pipeline-parallel-size", str(node_count), "--nnodes", str(node_count),
                     "--node-rank", str(rank), "--master-addr", head]
             if rank > 0:
                 toks.append("--headless")
-        elif multi and par == "tp_dp":
-            toks = ["--tensor-parallel-size", str(G), "--data-parallel-size", str(N), "--data-parallel-size-local", "1",
+        elif multi and parallelism == "tp_dp":
+            toks = ["--tensor-parallel-size", str(gpus), "--data-parallel-size", str(node_count), "--data-parallel-size-local", "1",
                     "--data-parallel-address", head]
             if rank > 0:
                 toks += ["--data-parallel-start-rank", str(rank)]
         elif multi:
-            toks = [flag, str(G * N), "--nnodes", str(N), "--node-rank", str(rank), "--master-addr", head]
+            toks = [flag, str(gpus * node_count), "--nnodes", str(node_count), "--node-rank", str(rank), "--master-addr", head]
             if rank > 0:
                 toks.append("--headless")
         else:
@@ -833,20 +946,20 @@ class _Build(object):
 
     def single_node_size(self):
         """resolveSingleNodeTp (§5.3)."""
-        G, hw = self.G, self.hw
+        gpus, hw = self.gpus_per_node, self.hw
         if self.strategy_name != "single_node_tp":
-            return G
-        so_tp = _as_map(_as_map(self.recipe.get("strategy_overrides")).get("single_node_tp")).get("tp")
-        for value in (self.variant.get("tp"), so_tp):
+            return gpus
+        overrides_tp = _as_map(_as_map(self.recipe.get("strategy_overrides")).get("single_node_tp")).get("tp")
+        for value in (self.variant.get("tp"), overrides_tp):
             if isinstance(value, dict):
                 value = hw.keyed(value)
             if _num(value) and value > 0:
                 value = int(value)
-                return value if hw.generation == "cpu" else min(value, G)
+                return value if hw.generation == "cpu" else min(value, gpus)
         vmin = self.variant.get("vram_minimum_gb")
         if not _num(vmin) or hw.vram_per_gpu is None:
-            return G
-        return 1 if vmin <= hw.vram_per_gpu else G
+            return gpus
+        return 1 if vmin <= hw.vram_per_gpu else gpus
 
     def pool(self, role):
         """PD pool geometry for ``role`` (§5.4, pd_cluster branch), computed once per role."""
@@ -856,26 +969,26 @@ class _Build(object):
         return info
 
     def _pool(self, role):
-        strat, so, G = self.strat, self.so, self.G
+        gpus = self.gpus_per_node
         want = self.pd_nodes.get(role)
         spec = want if isinstance(want, dict) else {"nodes": want} if want is not None else {}
         nodes = spec.get("nodes")
         if nodes is None:
-            nodes = 1 if self.nodes > 1 else 0
+            nodes = 1 if self.node_count > 1 else 0
         nodes = int(nodes)
         rank = int(spec.get("rank") or 0)
-        so_role = _as_map(so.get(role))
-        st_role = _as_map(strat.get(role))
-        par = spec.get("parallelism") or so_role.get("parallelism") or st_role.get("parallelism") or "tp"
+        role_overrides = _as_map(self.overrides.get(role))
+        role_strategy = _as_map(self.strat.get(role))
+        parallelism = spec.get("parallelism") or role_overrides.get("parallelism") or role_strategy.get("parallelism") or "tp"
         allowed = self.pool_modes()
-        if par not in allowed:
-            self.warnings.append("pd_cluster %s pool: parallelism %s is not offered by the recipe; using %s" % (role, par, allowed[0]))
-            par = allowed[0]
-        pool_gpus = (G // 2) if nodes == 0 else nodes * G
-        info = {"nodes": nodes, "rank": rank, "parallelism": par, "pool_gpus": pool_gpus}
-        if par == "dep":
-            tp = so_role.get("tp") if so_role.get("tp") is not None else st_role.get("tp")
-            dp_local = G // int(tp or 1)
+        if parallelism not in allowed:
+            self.warnings.append("pd_cluster %s pool: parallelism %s is not offered by the recipe; using %s" % (role, parallelism, allowed[0]))
+            parallelism = allowed[0]
+        pool_gpus = (gpus // 2) if nodes == 0 else nodes * gpus
+        info = {"nodes": nodes, "rank": rank, "parallelism": parallelism, "pool_gpus": pool_gpus}
+        if parallelism == "dep":
+            tp = role_overrides.get("tp") if role_overrides.get("tp") is not None else role_strategy.get("tp")
+            dp_local = gpus // int(tp or 1)
             info.update(tp=tp, dp_local=dp_local, dp_size=max(1, nodes) * dp_local, start_rank=rank * dp_local)
         else:
             info.update(tp=pool_gpus, dp_local=0, dp_size=1, start_rank=0)
@@ -883,13 +996,13 @@ class _Build(object):
 
     def pool_modes(self):
         modes = []
-        for s in _as_list(self.recipe.get("compatible_strategies")):
+        for name in _as_list(self.recipe.get("compatible_strategies")):
             for suffix, mode in (("_tep", "tep"), ("_dep", "dep"), ("_tp", "tp")):
-                if str(s).endswith(suffix):
+                if str(name).endswith(suffix):
                     if mode not in modes:
                         modes.append(mode)
                     break
-        narrowed = _as_list(_as_map(self.so).get("pool_modes"))
+        narrowed = _as_list(self.overrides.get("pool_modes"))
         if narrowed:
             modes = [m for m in modes if m in narrowed] or [m for m in narrowed if m in ("tp", "tep", "dep")]
         order = ("tp", "tep", "dep")
@@ -897,13 +1010,13 @@ class _Build(object):
         return modes or ["tp"]
 
     def _pd_parallel(self, args, role, rank):
-        so_role = _as_map(self.so.get(role))
-        st_role = _as_map(self.strat.get(role))
+        role_overrides = _as_map(self.overrides.get(role))
+        role_strategy = _as_map(self.strat.get(role))
         info = self.pool(role)
         nodes = info["nodes"]
         upper = role.upper()
         addr = "$%s_NODE_1" % upper
-        src = self.slabel + " \u203a %s pool (%s)" % (role, info["parallelism"])
+        src = self.strategy_label + " \u203a %s pool (%s)" % (role, info["parallelism"])
         if info["parallelism"] == "dep":
             toks = []
             if info["tp"] is not None:
@@ -915,7 +1028,8 @@ class _Build(object):
                 toks.append("--data-parallel-hybrid-lb")
             toks.append("--enable-expert-parallel")
         else:
-            flag = so_role.get("parallel_flag") or st_role.get("parallel_flag") or self.strat.get("parallel_flag") or "--tensor-parallel-size"
+            flag = role_overrides.get("parallel_flag") or role_strategy.get("parallel_flag") or self.strat.get("parallel_flag") \
+                or "--tensor-parallel-size"
             toks = [flag, str(info["pool_gpus"])]
             if info["parallelism"] == "tep":
                 toks.append("--enable-expert-parallel")
@@ -927,45 +1041,26 @@ class _Build(object):
 
     def build_args(self, role=None, rank=0):
         """§5.2 buildArgs: every layer appended in order; last-wins dedupe at the end."""
-        a = _Args()
-        hw, v, so, vl, sl, sol = self.hw, self.variant, self.so, self.vlabel, self.slabel, self.solabel
-        a.add(_as_list(self.model.get("base_args")), "model.base_args")
-        a.add(_as_list(v.get("extra_args")), vl + " \u203a extra_args")
-        v_ho = _as_map(v.get("hardware_overrides"))
-        a.add(_as_list(_as_map(v_ho.get(hw.id)).get("extra_args")), vl + " \u203a hardware_overrides." + hw.id)
-        # 3. strategy
-        if role:
-            a.add(_as_list(_as_map(self.strat.get(role)).get("vllm_args")), sl + " \u203a %s.vllm_args" % role)
-        else:
-            a.add(_as_list(self.strat.get("vllm_args")), sl + " \u203a vllm_args")
-        self._parallel(a, role, rank)
+        args = _Args()
+        hw, overrides, overrides_label = self.hw, self.overrides, self.overrides_label
+        # 1-3. model, variant, strategy
+        for source, value in self._base_layers("args", role):
+            args.add(_as_list(value), source)
+        self._parallel(args, role, rank)
         # 4. strategy overrides
         if role:
-            so_role = _as_map(so.get(role))
-            a.add(_as_list(so_role.get("extra_args")), sol + " \u203a %s.extra_args" % role)
-            a.add(_as_list(so_role.get("vllm_args")), sol + " \u203a %s.vllm_args" % role)
+            role_overrides = _as_map(overrides.get(role))
+            args.add(_as_list(role_overrides.get("extra_args")), overrides_label + " \u203a %s.extra_args" % role)
+            args.add(_as_list(role_overrides.get("vllm_args")), overrides_label + " \u203a %s.vllm_args" % role)
         else:
-            a.add(_as_list(so.get("extra_args")), sol + " \u203a extra_args")
-            a.add(_as_list(so.get("vllm_args")), sol + " \u203a vllm_args")
-        # 5. generation hardware overrides
-        so_ho = _as_map(so.get("hardware_overrides"))
-        block, key = hw.gen_or_nvidia(so_ho)
-        if block:
-            a.add(_as_list(_as_map(block).get("extra_args")), sol + " \u203a hardware_overrides." + key)
-        else:
-            block, key = hw.gen_or_nvidia(_as_map(self.recipe.get("hardware_overrides")))
-            if block:
-                a.add(_as_list(_as_map(block).get("extra_args")), "hardware_overrides." + key)
-            block, key = hw.gen_or_nvidia(v_ho)
-            if block:
-                a.add(_as_list(_as_map(block).get("extra_args")), vl + " \u203a hardware_overrides." + key)
-        a.add(_as_list(_as_map(so_ho.get(hw.id)).get("extra_args")), sol + " \u203a hardware_overrides." + hw.id)
-        if role:
-            role_ho = _as_map(_as_map(_as_map(so.get(role)).get("hardware_overrides")).get(hw.id))
-            a.add(_as_list(role_ho.get("extra_args")), sol + " \u203a %s.hardware_overrides.%s" % (role, hw.id))
+            args.add(_as_list(overrides.get("extra_args")), overrides_label + " \u203a extra_args")
+            args.add(_as_list(overrides.get("vllm_args")), overrides_label + " \u203a vllm_args")
+        # 5. hardware overrides
+        for source, value in self._override_layers("args", role):
+            args.add(_as_list(value), source)
         # 6. advanced presets
         for pid, toks in self.advanced:
-            a.add(toks, "advanced " + pid)
+            args.add(toks, "advanced " + pid)
         # 7. features
         for fkey, feat, mode in self.features:
             if not self._feature_allowed(feat):
@@ -973,27 +1068,28 @@ class _Build(object):
             if feat.get("modes") is not None and isinstance(feat.get("modes"), dict):
                 if mode is None:
                     continue
-                mdef = _as_map(feat["modes"].get(mode))
-                ho = hw.keyed(_as_map(mdef.get("hardware_overrides")))
-                ho_args = _as_map(ho).get("args") if isinstance(ho, dict) else None
-                if ho_args is not None:
+                mode_def = _as_map(feat["modes"].get(mode))
+                mode_overrides = _as_map(mode_def.get("hardware_overrides"))
+                hw_block = hw.keyed(mode_overrides)
+                hw_args = _as_map(hw_block).get("args") if isinstance(hw_block, dict) else None
+                if hw_args is not None:
                     which = next(k for k in (hw.id, hw.generation, hw.brand.lower(), "default")
-                                 if _as_map(mdef.get("hardware_overrides")).get(k) is not None)
-                    a.add(_as_list(ho_args), "feature %s \u203a mode %s \u203a hardware_overrides.%s" % (fkey, mode, which))
+                                 if mode_overrides.get(k) is not None)
+                    args.add(_as_list(hw_args), "feature %s \u203a mode %s \u203a hardware_overrides.%s" % (fkey, mode, which))
                 else:
-                    a.add(_as_list(mdef.get("args")), "feature %s \u203a mode %s" % (fkey, mode))
+                    args.add(_as_list(mode_def.get("args")), "feature %s \u203a mode %s" % (fkey, mode))
             else:
                 block, key = hw.gen_or_nvidia(_as_map(feat.get("hardware_overrides")))
                 if block is not None and _as_map(block).get("args") is not None:
-                    a.add(_as_list(block["args"]), "feature %s \u203a hardware_overrides.%s" % (fkey, key))
+                    args.add(_as_list(block["args"]), "feature %s \u203a hardware_overrides.%s" % (fkey, key))
                 else:
-                    a.add(_as_list(feat.get("args")), "feature " + fkey)
+                    args.add(_as_list(feat.get("args")), "feature " + fkey)
         # 8. KV offload (composing options)
-        if self.kv:
-            a.add(_as_list(self.kv[1].get("args")), "kv_offload " + self.kv[0])
+        if self.kv_option:
+            args.add(_as_list(self.kv_option[1].get("args")), "kv_offload " + self.kv_option[0])
         # inventory extras come last
-        a.add(self.extra_args, "inventory")
-        return dedupe(a.units())
+        args.add(self.extra_args, "inventory")
+        return dedupe(args.units())
 
     def _feature_allowed(self, feat):
         allowed = feat.get("strategies")
@@ -1002,93 +1098,78 @@ class _Build(object):
     # ------------------------------------------------------------------ env layers
     def build_env(self, role=None, rank=0):
         """§5.8 buildEnv, with D1 (feature env) before the PD-only clean-up."""
-        e = _Env()
-        hw, v, so, vl, sl, sol = self.hw, self.variant, self.so, self.vlabel, self.slabel, self.solabel
-        e.update(_as_map(self.model.get("base_env")), "model.base_env")
-        e.update(_as_map(v.get("extra_env")), vl + " \u203a extra_env")
-        v_ho = _as_map(v.get("hardware_overrides"))
-        e.update(_as_map(_as_map(v_ho.get(hw.id)).get("extra_env")), vl + " \u203a hardware_overrides." + hw.id)
-        if role:
-            e.update(_as_map(_as_map(self.strat.get(role)).get("env")), sl + " \u203a %s.env" % role)
-        else:
-            e.update(_as_map(self.strat.get("env")), sl + " \u203a env")
-        if self.kv:
-            e.update(_as_map(self.kv[1].get("env")), "kv_offload " + self.kv[0])
+        env = _Env()
+        hw, overrides = self.hw, self.overrides
+        strategy_label, overrides_label = self.strategy_label, self.overrides_label
+        for source, value in self._base_layers("env", role):
+            env.update(_as_map(value), source)
+        if self.kv_option:
+            env.update(_as_map(self.kv_option[1].get("env")), "kv_offload " + self.kv_option[0])
         if role:
             info = self.pool(role)
-            G = self.G
+            gpus = self.gpus_per_node
             if info["nodes"] == 0:
-                half = G // 2
+                half = gpus // 2
                 ids = range(0, half) if role == "prefill" else range(half, 2 * half)
             else:
-                ids = range(0, G)
+                ids = range(0, gpus)
             if len(ids):
-                e.update({"CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in ids)}, sl + " \u203a %s pool GPUs" % role)
+                env.update({"CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in ids)}, strategy_label + " \u203a %s pool GPUs" % role)
             if info["nodes"] >= 2:
-                e.update({"GLOO_SOCKET_IFNAME": "$IFACE_NAME", "NCCL_SOCKET_IFNAME": "$IFACE_NAME"}, sl + " \u203a %s pool (multi-node)" % role)
-        e.update(_as_map(so.get("env")), sol + " \u203a env")
+                env.update({"GLOO_SOCKET_IFNAME": "$IFACE_NAME", "NCCL_SOCKET_IFNAME": "$IFACE_NAME"},
+                           strategy_label + " \u203a %s pool (multi-node)" % role)
+        env.update(_as_map(overrides.get("env")), overrides_label + " \u203a env")
         if role:
-            e.update(_as_map(_as_map(so.get(role)).get("env")), sol + " \u203a %s.env" % role)
+            env.update(_as_map(_as_map(overrides.get(role)).get("env")), overrides_label + " \u203a %s.env" % role)
         else:
-            e.update(_as_map(so.get("extra_env")), sol + " \u203a extra_env")
-        so_ho = _as_map(so.get("hardware_overrides"))
-        block, key = hw.gen_or_nvidia(so_ho)
-        if block:
-            e.update(_as_map(_as_map(block).get("extra_env")), sol + " \u203a hardware_overrides." + key)
-        else:
-            block, key = hw.gen_or_nvidia(_as_map(self.recipe.get("hardware_overrides")))
-            if block:
-                e.update(_as_map(_as_map(block).get("extra_env")), "hardware_overrides." + key)
-            block, key = hw.gen_or_nvidia(v_ho)
-            if block:
-                e.update(_as_map(_as_map(block).get("extra_env")), vl + " \u203a hardware_overrides." + key)
-        e.update(_as_map(_as_map(so_ho.get(hw.id)).get("extra_env")), sol + " \u203a hardware_overrides." + hw.id)
-        if role:
-            role_ho = _as_map(_as_map(_as_map(so.get(role)).get("hardware_overrides")).get(hw.id))
-            e.update(_as_map(role_ho.get("extra_env")), sol + " \u203a %s.hardware_overrides.%s" % (role, hw.id))
+            env.update(_as_map(overrides.get("extra_env")), overrides_label + " \u203a extra_env")
+        for source, value in self._override_layers("env", role):
+            env.update(_as_map(value), source)
         # D1: feature env, then the chosen mode's env, in feature order
         for fkey, feat, mode in self.features:
             if not self._feature_allowed(feat):
                 continue
-            e.update(_as_map(feat.get("env")), "feature %s \u203a env (D1)" % fkey)
+            env.update(_as_map(feat.get("env")), "feature %s \u203a env (D1)" % fkey)
             if mode is not None:
-                e.update(_as_map(_as_map(_as_map(feat.get("modes")).get(mode)).get("env")), "feature %s \u203a mode %s \u203a env (D1)" % (fkey, mode))
+                env.update(_as_map(_as_map(_as_map(feat.get("modes")).get(mode)).get("env")),
+                           "feature %s \u203a mode %s \u203a env (D1)" % (fkey, mode))
         if role:
             if hw.id not in NVL4_HARDWARE:
                 for key in NVL4_ONLY_ENV:
-                    e.delete(key)
+                    env.delete(key)
             info = self.pool(role)
             if info["parallelism"] == "dep" and rank > 0:
                 old = "$%s_NODE_1" % role.upper()
                 new = "$%s_NODE_%d" % (role.upper(), rank + 1)
-                for key, value in list(e.values.items()):
+                for key, value in list(env.values.items()):
                     if value == old:
-                        e.update({key: new}, sl + " \u203a %s pool rank %d address" % (role, rank))
-        e.update(self.extra_env, "inventory")
-        return e
+                        env.update({key: new}, strategy_label + " \u203a %s pool rank %d address" % (role, rank))
+        env.update(self.extra_env, "inventory")
+        return env
 
     # ------------------------------------------------------------------ image
     def image(self):
         """computeDockerMeta (§7.1): (image, provenance)."""
-        hw, v = self.hw, self.variant
-        bk = hw.brand_key
-        nightly = bool(self.model.get("nightly_required") or v.get("nightly_required"))
-        pin = _as_map(_as_map(v.get("hardware_overrides")).get(hw.id)).get("docker_image")
+        hw, variant = self.hw, self.variant
+        brand_key = hw.brand_key
+        nightly = bool(self.model.get("nightly_required") or variant.get("nightly_required"))
+        pin = _as_map(_as_map(variant.get("hardware_overrides")).get(hw.id)).get("docker_image")
         if isinstance(pin, str) and pin:
-            return pin, self.vlabel + " \u203a hardware_overrides.%s.docker_image" % hw.id
+            return pin, self.variant_label + " \u203a hardware_overrides.%s.docker_image" % hw.id
         cuda = None
-        for value, label in ((v.get("docker_image"), self.vlabel + " \u203a docker_image"), (self.model.get("docker_image"), "model.docker_image")):
+        for value, label in ((variant.get("docker_image"), self.variant_label + " \u203a docker_image"),
+                             (self.model.get("docker_image"), "model.docker_image")):
             if isinstance(value, str) and value:
-                if bk == "nvidia":
+                if brand_key == "nvidia":
                     return value, label
             elif isinstance(value, dict):
-                if bk in value:
-                    sub = value[bk]
+                if brand_key in value:
+                    sub = value[brand_key]
                     if isinstance(sub, str) and sub:
-                        return sub, label + "." + bk
-                    if bk == "nvidia" and isinstance(sub, dict) and cuda is None:
+                        return sub, label + "." + brand_key
+                    if brand_key == "nvidia" and isinstance(sub, dict) and cuda is None:
                         cuda = (sub, label + ".nvidia")
-                elif bk == "nvidia" and ("cu130" in value or "cu129" in value) and cuda is None:
+                elif brand_key == "nvidia" and ("cu130" in value or "cu129" in value) and cuda is None:
                     cuda = (value, label)
         if hw.generation == "xpu":
             return XPU_DEFAULT_IMAGE[nightly], "default image for Intel XPU"
@@ -1096,7 +1177,7 @@ class _Build(object):
             for key in ("cu130", "cu129"):
                 if cuda[0].get(key):
                     return cuda[0][key], cuda[1] + "." + key
-        return DEFAULT_IMAGES[(bk, nightly)], "default image for %s%s" % (bk, " (nightly)" if nightly else "")
+        return DEFAULT_IMAGES[(brand_key, nightly)], "default image for %s%s" % (brand_key, " (nightly)" if nightly else "")
 
     def gpu_flags(self):
         hw = self.hw
@@ -1105,25 +1186,25 @@ class _Build(object):
         return list(GPU_FLAGS[hw.brand_key])
 
     # ------------------------------------------------------------------ router
-    def router(self, pre, dec):
+    def router(self, prefill, decode):
         policy = _as_map(self.strat.get("router")).get("policy") or "round_robin"
         argv = ["vllm-router", "--policy", policy, "--vllm-pd-disaggregation"]
-        for role, info, port in (("prefill", pre, 8001), ("decode", dec, 8002)):
+        for role, info, port in (("prefill", prefill, 8001), ("decode", decode, 8002)):
             count = max(1, info["nodes"]) if info["parallelism"] == "dep" else 1
             for i in range(count):
                 argv += ["--" + role, "http://$%s_NODE_%d:%d" % (role.upper(), i + 1, port)]
-        intra = _as_map(self.so.get("router")).get("intra_node_data_parallel_size")
+        intra = _as_map(self.overrides.get("router")).get("intra_node_data_parallel_size")
         if intra is None:
-            intra = max(pre["dp_local"], dec["dp_local"], 1)
+            intra = max(prefill["dp_local"], decode["dp_local"], 1)
         argv += ["--host", "$ROUTER_HOST", "--port", "$ROUTER_PORT", "--intra-node-data-parallel-size", str(intra)]
         return {"argv": argv, "command": format_router(argv), "install": "uv pip install vllm-router", "policy": policy}
 
     # ------------------------------------------------------------------ run
     def _node(self, role, rank, pool_role=None):
-        args, aprov = self.build_args(pool_role, rank)
+        args, args_prov = self.build_args(pool_role, rank)
         env = self.build_env(pool_role, rank)
         return {"role": role, "rank": rank, "argv": ["vllm", "serve", self.model_id] + args,
-                "env": env.values, "args_provenance": aprov, "env_provenance": env.prov}
+                "env": env.values, "args_provenance": args_prov, "env_provenance": env.prov}
 
     def run(self):
         hw = self.hw
@@ -1131,7 +1212,7 @@ class _Build(object):
         nodes = []
         pools = None
         router = None
-        if self.dtype == "pd_cluster":
+        if self.deploy_type == "pd_cluster":
             pools = {}
             for role in ("prefill", "decode"):
                 info = self.pool(role)
@@ -1141,44 +1222,25 @@ class _Build(object):
                     node["pool_nodes"] = info["nodes"]
                     nodes.append(node)
             router = self.router(pools["prefill"], pools["decode"])
-            if pools["prefill"]["nodes"] == 0 or pools["decode"]["nodes"] == 0:
-                for role in ("prefill", "decode"):
-                    if pools[role]["pool_gpus"] == 0:
-                        self.warnings.append("pd_cluster %s pool co-located on %s has no GPU (the node has %d)" % (role, hw.id, self.G))
-            for role in ("prefill", "decode"):
-                info = pools[role]
-                if info["parallelism"] == "dep" and info["nodes"] == 0 and info["dp_size"] > info["pool_gpus"]:
-                    self.warnings.append("pd_cluster %s pool: data-parallel size %d exceeds the co-located pool's %d GPUs "
-                                         "(upstream quirk)" % (role, info["dp_size"], info["pool_gpus"]))
-        elif self.dtype == "multi_node":
+        elif self.deploy_type == "multi_node":
             nodes.append(self._node("head", 0))
-            for rank in range(1, self.nodes):
+            for rank in range(1, self.node_count):
                 nodes.append(self._node("worker", rank))
         else:
             nodes.append(self._node("single", 0))
-        meta_hw = _as_map(_as_map(self.recipe.get("meta")).get("hardware"))
-        profiles = self.r.catalog.hardware_profiles
-        for hw_id in meta_hw:
-            if hw_id not in profiles:
-                self.warnings.append("recipe %s: meta.hardware.%s is not a hardware profile of the taxonomy (ignored, D5)" % (self.rid, hw_id))
-        if not hw.scalable and not self.r.fits_single_node(self.variant, hw):
-            self.warnings.append("variant %s needs %s GB but %s has %s GB and cannot scale out" % (
-                self.vkey, self.variant.get("vram_minimum_gb"), hw.id, hw.vram_gb))
-        if not self.r.precision_ok(self.variant, hw):
-            self.warnings.append("variant %s (%s) is not supported on %s (%s %s)" % (
-                self.vkey, self.variant.get("precision"), hw.id, hw.brand, hw.generation))
+        self.warnings.extend(check_warnings(self.resolver.check_facts(self.rid, self.recipe, self.vkey, hw, pools)))
         return {
             "recipe": self.rid,
             "model": self.model_id,
             "variant": self.vkey,
             "hardware": hw.id,
-            "gpu_count": self.G,
+            "gpu_count": self.gpus_per_node,
             "strategy": self.strategy_name,
-            "deploy_type": self.dtype,
-            "node_count": self.nodes,
+            "deploy_type": self.deploy_type,
+            "node_count": self.node_count,
             "features": [f for f, feat, _m in self.features if self._feature_allowed(feat)],
             "feature_modes": dict((f, m) for f, _feat, m in self.features if m is not None),
-            "kv_offload": self.kv[0] if self.kv else None,
+            "kv_offload": self.kv_option[0] if self.kv_option else None,
             "advanced": [pid for pid, _t in self.advanced],
             "image": image,
             "image_source": image_source,
@@ -1191,68 +1253,3 @@ class _Build(object):
             "warnings": self.warnings,
             "notes": self.notes,
         }
-
-
-# --------------------------------------------------------------------------- renderers
-
-_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./=:@,+%-")
-
-
-def shell_quote(value):
-    """shellQuote (§5.7): bare ``$VAR`` and safe words as is, else single-quoted."""
-    if value and value[0] == "$" and len(value) > 1 and (value[1].isupper() or value[1] == "_") and \
-            all(c.isupper() or c.isdigit() or c == "_" for c in value[1:]) and value[1:2] not in "0123456789":
-        return value
-    if value and all(c in _SAFE for c in value):
-        return value
-    return "'" + value.replace("'", "'\\''") + "'"
-
-
-def _lines(args):
-    """One line per unit (flag [value] or positional), as dedupe tokenized them."""
-    out = []
-    i = 0
-    n = len(args)
-    while i < n:
-        tok = args[i]
-        if tok[:1] == "-":
-            if i + 1 < n and args[i + 1][:1] != "-":
-                out.append("%s %s" % (tok, shell_quote(args[i + 1])))
-                i += 2
-                continue
-            out.append(tok)
-        elif out:
-            out[-1] += " " + shell_quote(tok)  # an extra value of a multi-value flag (--served-model-name a b)
-        else:
-            out.append(shell_quote(tok))
-        i += 1
-    return out
-
-
-def format_command(argv):
-    """formatCommand: ``vllm serve <model> \\`` then one unit per line."""
-    head = "%s %s %s" % (argv[0], argv[1], shell_quote(argv[2]))
-    lines = _lines(argv[3:])
-    if not lines:
-        return head
-    return head + " \\\n  " + " \\\n  ".join(lines)
-
-
-def format_router(argv):
-    """The router command as upstream prints it (values are never quoted there)."""
-    lines = []
-    for tok in argv[1:]:
-        if tok[:1] == "-" or not lines:
-            lines.append(tok)
-        else:
-            lines[-1] += " " + tok
-    return argv[0] + " " + lines[0] + "".join(" \\\n    " + ln for ln in lines[1:])
-
-
-def env_exports(env):
-    return "\n".join("export %s=%s" % (k, shell_quote(v)) for k, v in env.items())
-
-
-def resolve(catalog, recipe_id, **kwargs):
-    """Convenience wrapper: ``Resolver(catalog).resolve(recipe_id, **kwargs)``."""
-    return Resolver(catalog).resolve(recipe_id, **kwargs)

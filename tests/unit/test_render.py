@@ -10,8 +10,7 @@ import pytest
 from ansible_collections.llmfleet.vllm.plugins.module_utils.errors import RecipeError
 from ansible_collections.llmfleet.vllm.plugins.module_utils.fleet import Fleet
 from ansible_collections.llmfleet.vllm.plugins.module_utils.render import (
-    HF_CACHE_IN_CONTAINER, container_argv, explain, shell_command)
-from ansible_collections.llmfleet.vllm.plugins.module_utils.resolver import format_command, format_router
+    HF_CACHE_IN_CONTAINER, container_argv, env_exports, explain, format_command, format_router, shell_command, shell_quote)
 
 SEED = "Qwen/Qwen3.6-35B-A3B"
 
@@ -237,3 +236,32 @@ def test_explain_keeps_a_multi_value_flag_on_one_line(plans):
     lines = explain(plans["h200"])
     assert [ln for ln in lines if ln.startswith("--served-model-name qwen q ")]
     assert not [ln for ln in lines if ln.startswith("q ")]
+
+
+# --------------------------------------------------------------------------- shell forms of an argv and an env
+
+@pytest.mark.parametrize("value, quoted", [
+    ("$HEAD_IP", "$HEAD_IP"),                  # a bare placeholder stays expandable
+    ("$_X1", "$_X1"),
+    ("$1abc", "'$1abc'"),
+    ("$lower", "'$lower'"),
+    ("Qwen/Qwen3.6-35B-A3B", "Qwen/Qwen3.6-35B-A3B"),
+    ("a=b:c@d,e+f%g", "a=b:c@d,e+f%g"),
+    ("", "''"),
+    ('{"k": 1}', "'{\"k\": 1}'"),
+    ("it's", "'it'\\''s'"),
+])
+def test_shell_quote(value, quoted):
+    assert shell_quote(value) == quoted
+
+
+def test_format_command_one_unit_per_line():
+    argv = ["vllm", "serve", "m", "--served-model-name", "a", "b", "--enforce-eager", "--x", "{1}"]
+    assert format_command(argv) == "vllm serve m \\\n  --served-model-name a b \\\n  --enforce-eager \\\n  --x '{1}'"
+    assert format_command(["vllm", "serve", "m"]) == "vllm serve m"
+
+
+def test_format_router_and_env_exports():
+    assert format_router(["vllm-router", "--policy", "x y", "--vllm-pd-disaggregation"]) == \
+        "vllm-router --policy x y \\\n    --vllm-pd-disaggregation"
+    assert env_exports({"A": "1", "B": "x y"}) == "export A=1\nexport B='x y'"

@@ -11,7 +11,7 @@ import yaml
 
 from ansible_collections.llmfleet.vllm.plugins.module_utils.catalog import BUILTIN_TREE, Catalog
 from ansible_collections.llmfleet.vllm.plugins.module_utils.errors import ResolveError, UnsupportedError
-from ansible_collections.llmfleet.vllm.plugins.module_utils.resolver import Resolver
+from ansible_collections.llmfleet.vllm.plugins.module_utils.resolver import Resolver, check_warnings
 
 SEED = "Qwen/Qwen3.6-35B-A3B"
 SEED_FILE = os.path.join(BUILTIN_TREE, "models", "Qwen", "Qwen3.6-35B-A3B.yaml")
@@ -374,3 +374,75 @@ def test_selection_fills_unset_inputs(res):
     plan = res.resolve(SEED, variant="default", hardware="rtx_5090")
     assert plan["variant"] == "default"
     assert any("cannot scale out" in w for w in plan["warnings"])
+
+
+# --------------------------------------------------------------------------- check facts
+
+def test_check_facts_are_the_deployment_warnings(res):
+    recipe = res.catalog.recipe(SEED)
+    plan = res.resolve(SEED, variant="nvfp4", hardware="h200", strategy="single_node_tp", node_count=1)
+    facts = res.check_facts(SEED, recipe, "nvfp4", res.hardware("h200"))
+    assert facts == [{"check": "precision", "variant": "nvfp4", "precision": "nvfp4", "needs_brand": "NVIDIA",
+                      "needs_generation": "blackwell", "hardware": "h200", "brand": "NVIDIA", "generation": "hopper"}]
+    assert plan["warnings"] == check_warnings(facts) == ["variant nvfp4 (nvfp4) is not supported on h200 (NVIDIA hopper)"]
+    plan = res.resolve(SEED, variant="default", hardware="rtx_5090")
+    (fact,) = res.check_facts(SEED, recipe, "default", res.hardware("rtx_5090"))
+    assert fact == {"check": "vram_fit", "variant": "default", "vram_minimum_gb": 84, "hardware": "rtx_5090",
+                    "vram_gb": 32, "fitting_variant": "nvfp4"}
+    assert plan["warnings"] == check_warnings([fact]) == ["variant default needs 84 GB but rtx_5090 has 32 GB and cannot scale out"]
+    assert res.check_facts(SEED, recipe, "default", res.hardware("h200")) == []
+
+
+def test_check_facts_of_pd_pools_and_meta_hardware(tmp_path):
+    def mutate(r):
+        r["compatible_strategies"] += ["single_node_dep", "pd_cluster"]
+        r["strategy_overrides"] = {"pd_cluster": {"prefill": {"parallelism": "dep"}}}
+        r["meta"]["hardware"]["a100"] = "verified"
+    res = make_tree(tmp_path, mutate)
+    plan = res.resolve(SEED, variant="nvfp4", hardware="dgx_spark_gb10", strategy="pd_cluster", node_count=1)
+    facts = res.check_facts(SEED, res.catalog.recipe(SEED), "nvfp4", res.hardware("dgx_spark_gb10"), plan["pools"])
+    assert [(f["check"], f.get("role")) for f in facts] == [
+        ("pd_pool_without_gpu", "prefill"), ("pd_pool_without_gpu", "decode"), ("pd_pool_dp_size", "prefill"),
+        ("meta_hardware_unknown", None)]
+    assert facts[2]["dp_size"] == 1 and facts[2]["pool_gpus"] == 0
+    assert check_warnings(facts) == [
+        "pd_cluster prefill pool co-located on dgx_spark_gb10 has no GPU (the node has 1)",
+        "pd_cluster decode pool co-located on dgx_spark_gb10 has no GPU (the node has 1)",
+        "pd_cluster prefill pool: data-parallel size 1 exceeds the co-located pool's 0 GPUs (upstream quirk)",
+        "recipe %s: meta.hardware.a100 is not a hardware profile of the taxonomy (ignored, D5)" % SEED]
+    assert plan["warnings"][-4:] == check_warnings(facts)
+
+
+def test_precision_needs():
+    assert Resolver.precision_needs({"precision": "bf16"}) is None
+    assert Resolver.precision_needs({"precision": "NVFP4"}) == ("NVIDIA", "blackwell")
+    assert Resolver.precision_needs({"precision": "mxfp4", "precision_hardware": {"brand": "AMD"}}) == ("AMD", None)
+    res = Resolver(Catalog())
+    variant = {"precision": "mxfp4", "precision_hardware": {"brand": "AMD"}}
+    assert res.precision_ok(variant, res.hardware("mi300x")) and not res.precision_ok(variant, res.hardware("h200"))
+
+
+# --------------------------------------------------------------------------- one set of override layers for argv and env
+
+def test_hardware_override_layers_serve_args_and_env_alike(tmp_path):
+    def mutate(r):
+        r["hardware_overrides"]["hopper"] = {"extra_args": ["--max-num-seqs", "64"], "extra_env": {"A": "1"}}
+        r["variants"]["default"]["hardware_overrides"] = {"hopper": {"extra_args": ["--max-num-seqs", "32"], "extra_env": {"A": "2"}}}
+        r["strategy_overrides"] = {"single_node_tp": {"hardware_overrides": {"h200": {"extra_args": ["--seed", "1"], "extra_env": {"B": "1"}}}}}
+    res = make_tree(tmp_path, mutate)
+    node = res.resolve(SEED, variant="default", hardware="h200", strategy="single_node_tp", node_count=1)["nodes"][0]
+    seqs = prov_of(node, "--max-num-seqs")
+    assert seqs["source"] == node["env_provenance"]["A"]["source"] == "variant default \u203a hardware_overrides.hopper"
+    assert seqs["replaced"][0]["source"] == node["env_provenance"]["A"]["replaced"][0]["source"] == "hardware_overrides.hopper"
+    assert prov_of(node, "--seed")["source"] == node["env_provenance"]["B"]["source"] == \
+        "strategy_overrides.single_node_tp \u203a hardware_overrides.h200"
+
+    # a generation block of the strategy overrides replaces those of the recipe and the variant, in argv and env
+    def mutate_gen(r):
+        mutate(r)
+        r["strategy_overrides"]["single_node_tp"]["hardware_overrides"]["hopper"] = {"extra_args": ["--max-num-seqs", "16"], "extra_env": {"A": "3"}}
+    res = make_tree(tmp_path / "gen", mutate_gen)
+    node = res.resolve(SEED, variant="default", hardware="h200", strategy="single_node_tp", node_count=1)["nodes"][0]
+    assert prov_of(node, "--max-num-seqs")["arg"] == ["--max-num-seqs", "16"] and node["env"]["A"] == "3"
+    assert prov_of(node, "--max-num-seqs")["source"] == node["env_provenance"]["A"]["source"] == \
+        "strategy_overrides.single_node_tp \u203a hardware_overrides.hopper"
