@@ -122,3 +122,84 @@ def test_invalid_recipe_is_refused_on_first_use(tmp_path):
     (tree / "models" / "acme" / "x.yaml").write_text("model: [unclosed\n")
     with pytest.raises(RecipeValidationError, match="not valid YAML"):
         Catalog([BUILTIN_TREE, str(tree)], validate=False).recipe("acme/x")
+
+
+# ----------------------------------------------------------------------------- the catalog validates what it loads
+
+def _broken_site_tree(tmp_path):
+    """A site tree whose taxonomy.yaml and strategies/site_tp.yaml each break the schema."""
+    yaml = pytest.importorskip("yaml")
+    tree = tmp_path / "broken_site"
+    (tree / "strategies").mkdir(parents=True)
+    with open(os.path.join(BUILTIN_TREE, "taxonomy.yaml")) as src:
+        taxonomy = yaml.safe_load(src)
+    taxonomy["hardware_profiles"]["h200"]["gpu_count"] = "8"
+    taxonomy["kv_offload"]["offloading_cpu"]["group"] = "offload"
+    (tree / "taxonomy.yaml").write_text(yaml.safe_dump(taxonomy))
+    (tree / "strategies" / "site_tp.yaml").write_text("name: site_tp\ndeploy_type: cluster\nvllm_args: []\n")
+    return tree
+
+
+def test_broken_site_taxonomy_and_strategy_are_refused_when_the_tree_is_loaded(tmp_path):
+    tree = _broken_site_tree(tmp_path)
+    with pytest.raises(RecipeValidationError) as err:
+        Catalog([BUILTIN_TREE, str(tree)])
+    text = str(err.value)
+    tax_file, strategy_file = str(tree / "taxonomy.yaml"), str(tree / "strategies" / "site_tp.yaml")
+    assert {i.file for i in err.value.issues} == {tax_file, strategy_file}, text
+    # the file, the key path, the bad value and the valid choices, as for a recipe
+    assert "error: %s: hardware_profiles.h200.gpu_count: expected a positive integer" % tax_file in text
+    assert "got str '8'" in text
+    assert "error: %s: kv_offload.offloading_cpu.group: unknown kv_offload group 'offload'; " \
+           "expected one of: offloading" % tax_file in text
+    assert "error: %s: deploy_type: expected one of single_node, multi_node, pd_cluster, kv_store_lb, " \
+           "got str 'cluster'" % strategy_file in text
+    # without validation the tree loads as before
+    assert Catalog([BUILTIN_TREE, str(tree)], validate=False).hardware_profiles["h200"]["gpu_count"] == "8"
+
+
+def test_a_strategy_named_unlike_its_file_is_refused(tmp_path):
+    tree = tmp_path / "site"
+    (tree / "strategies").mkdir(parents=True)
+    shutil.copy(os.path.join(BUILTIN_TREE, "strategies", "single_node_tp.yaml"), tree / "strategies" / "site_tp.yaml")
+    with pytest.raises(RecipeValidationError) as err:
+        Catalog([BUILTIN_TREE, str(tree)])
+    assert "site_tp.yaml: name: name 'single_node_tp' does not match the file name; expected 'site_tp'" in str(err.value)
+
+
+def test_a_taxonomy_broken_after_loading_is_refused_on_next_read(tmp_path):
+    tree = tmp_path / "site"
+    tree.mkdir()
+    path = tree / "taxonomy.yaml"
+    shutil.copy(os.path.join(BUILTIN_TREE, "taxonomy.yaml"), path)
+    cat = Catalog([BUILTIN_TREE, str(tree)])
+    cat.freshness = 0
+    assert cat.hardware_profiles["h200"]["gpu_count"] == 8
+    path.write_text(path.read_text().replace("gpu_count: 8", "gpu_count: eight", 1))
+    st = os.stat(path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10 ** 9))
+    with pytest.raises(RecipeValidationError, match=r"taxonomy\.yaml: hardware_profiles\.\w+\.gpu_count: .*got str 'eight'"):
+        cat.taxonomy
+
+
+def test_taxonomy_and_strategies_are_validated_once_per_process(tmp_path, monkeypatch):
+    tree = tmp_path / "site"
+    (tree / "strategies").mkdir(parents=True)
+    shutil.copy(os.path.join(BUILTIN_TREE, "taxonomy.yaml"), tree / "taxonomy.yaml")
+    shutil.copy(os.path.join(BUILTIN_TREE, "strategies", "single_node_tp.yaml"), tree / "strategies" / "single_node_tp.yaml")
+    calls = []
+    for name in ("validate_taxonomy", "validate_strategy"):
+        real = getattr(catalog_mod, name)
+        monkeypatch.setattr(catalog_mod, name, lambda data, source, _real=real, **kw: calls.append(source) or _real(data, source, **kw))
+    for _host in range(1000):
+        cat = Catalog([BUILTIN_TREE, str(tree)])
+        assert cat.taxonomy and cat.strategies
+    ours = [c for c in calls if c.startswith(str(tree))]
+    assert sorted(ours) == sorted([str(tree / "taxonomy.yaml"), str(tree / "strategies" / "single_node_tp.yaml")])
+
+
+def test_builtin_and_upstream_trees_load_validated(shared_dir):
+    for paths in ([BUILTIN_TREE], [str(shared_dir / "recipes")], [str(shared_dir / "recipes"), BUILTIN_TREE]):
+        cat = Catalog(paths)
+        assert cat.validate and cat.taxonomy["hardware_profiles"] and "single_node_tp" in cat.strategies
+        assert catalog_mod._CHECKED[(cat.taxonomy_path, "taxonomy")][1] == []

@@ -17,6 +17,8 @@ import datetime
 import json
 import os
 import pathlib
+import subprocess
+import sys
 import time
 
 import pytest
@@ -720,6 +722,15 @@ def test_missing_jsonschema_gives_a_clear_error(monkeypatch):
         rs.validate_recipe({}, "x.yaml")
     assert "jsonschema" in str(info.value)
     assert isinstance(info.value, ImportError)
+
+
+def test_loading_the_catalog_does_not_import_jsonschema(collections_dir):
+    """jsonschema is imported when the first validator is built, not with the modules."""
+    code = ("import sys; sys.path.insert(0, %r); "
+            "from ansible_collections.llmfleet.vllm.plugins.module_utils import catalog, recipe_schema; "
+            "assert recipe_schema.HAS_JSONSCHEMA; print('jsonschema' in sys.modules)" % str(collections_dir))
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "False"
 
 
 # ----------------------------------------------------------------------------- taxonomy / strategy files
