@@ -14,6 +14,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.llmfleet.vllm.plugins.module_utils.errors import RecipeError
 from ansible_collections.llmfleet.vllm.plugins.module_utils.fleet import Fleet
 from ansible_collections.llmfleet.vllm.plugins.module_utils.render import explain, shell_command
+from ansible_collections.llmfleet.vllm.plugins.module_utils.rollout import replica_batch_problems
 from ansible_collections.llmfleet.vllm.plugins.plugin_utils.inventory_view import HostvarsView, to_plain
 
 ARGSPEC = dict(
@@ -23,6 +24,8 @@ ARGSPEC = dict(
     report=dict(type="bool", default=False),
     return_plans=dict(type="bool", default=True),
     fail_on_problems=dict(type="bool", default=True),
+    serial=dict(type="raw"),
+    plan=dict(type="bool", default=True),
 )
 
 
@@ -95,10 +98,9 @@ class ActionModule(ActionBase):
         checked = everyone if args["scope"] == "inventory" else hosts
         serving = [h for h in checked if view.get(h, {}).get("vllm_recipe")]
         fleet = Fleet(view, groups, facts=view.facts())
-        try:
-            plans, problems = fleet.check(serving)
-        except RecipeError as exc:  # pragma: no cover - check() collects per host
-            raise AnsibleActionFail(str(exc))
+        plans, problems = fleet.check(serving) if args["plan"] else ({}, [])
+        if args.get("serial") is not None:
+            problems = problems + self._batch_problems(fleet, view, hosts, args["serial"])
         in_play = set(hosts)
         plans = dict((h, p) for h, p in plans.items() if h in in_play)
         written = []
@@ -115,7 +117,7 @@ class ActionModule(ActionBase):
             warnings_by_host=dict((h, p["warnings"]) for h, p in plans.items() if p["warnings"]),
             written=written,
             planned=len(plans),
-            checked=len(serving),
+            checked=len(serving) if args["plan"] else 0,
         )
         if args["return_plans"]:
             result["plans"] = plans
@@ -127,5 +129,19 @@ class ActionModule(ActionBase):
                 len(problems), "\n- ".join(problems))
         else:
             result["msg"] = "checked %d vLLM host(s), planned %d%s" % (
-                len(serving), len(plans), "; %d problem(s)" % len(problems) if problems else "")
+                result["checked"], len(plans), "; %d problem(s)" % len(problems) if problems else "")
         return result
+
+    @staticmethod
+    def _batch_problems(fleet, view, hosts, serial):
+        """Replicas that a -l leaves incomplete, or that batches of ``serial`` split (play hosts, sorted)."""
+        serving = sorted(h for h in hosts if view.get(h, {}).get("vllm_recipe"))
+        replicas = {}
+        try:
+            for host in serving:
+                name, members = fleet.replica_members(host, view[host])
+                if name is not None:
+                    replicas[name] = [m for m in members if view.get(m, {}).get("vllm_recipe")]
+            return replica_batch_problems(serving, replicas, serial)
+        except RecipeError as exc:
+            return [str(exc)]

@@ -49,6 +49,20 @@ options:
     description: Fail the task when any problem is found (the default). With V(false), problems are returned only.
     type: bool
     default: true
+  serial:
+    description:
+      - A rollout's batch size, as a play's C(serial) takes it (an integer, a percentage such as V(25%), or a list of
+        them, the last one repeating). With it, the task also refuses a run that would split a multi-node replica
+        (which restarts together): a replica with a member outside the play's hosts (a C(-l) that cuts it), or with
+        members in two batches of the play's hosts in name order (C(order=sorted)).
+      - A value of another form is a problem that names the valid forms.
+    type: raw
+  plan:
+    description:
+      - Resolve and check the plans (the default). V(false) skips them, for a second check of O(serial) only in a
+        playbook whose preflight already validated the fleet.
+    type: bool
+    default: true
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
@@ -75,6 +89,13 @@ seealso:
 EXAMPLES = r"""
 - name: Validate the whole inventory before touching any host
   llmfleet.vllm.fleet_plan:
+  run_once: true
+
+- name: Refuse a limit or a batch size that splits a multi-node replica (the plans were checked before)
+  llmfleet.vllm.fleet_plan:
+    serial: "{{ vllm_deploy_serial | default('100%') }}"
+    plan: false
+    return_plans: false
   run_once: true
 
 - name: Plan every host and write plan/<host>/ files
