@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 
-from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.llmfleet.vllm.plugins.module_utils.errors import RecipeError

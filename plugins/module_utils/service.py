@@ -23,6 +23,7 @@ import re
 
 from .errors import RecipeError
 from .render import container_argv
+from .replica import flag_value
 from .systemd_unit import exec_line
 from .vllm_flags import parse_image_tag
 
@@ -70,17 +71,6 @@ SECRET_ENV = ("HF_TOKEN", "VLLM_API_KEY", "HUGGING_FACE_HUB_TOKEN")
 SECRET_PLACEHOLDER = "(secret, not shown)"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
-
-
-def _last_value(argv, flag):
-    """The last value of ``flag`` (``--flag v`` or ``--flag=v``) in ``argv``, else ''."""
-    found = ""
-    for i, tok in enumerate(argv):
-        if tok == flag and i + 1 < len(argv):
-            found = argv[i + 1]
-        elif tok.startswith(flag + "="):
-            found = tok[len(flag) + 1:]
-    return found
 
 
 def _is_ip(text):
@@ -246,7 +236,7 @@ def service_spec(plan, settings=None):
 
     container = spec["runtime"] == "container"
     network = cfg["container_network"] or ("host" if plan.get("deploy_type") in ("multi_node", "pd_cluster") else "")
-    host_arg = _last_value(spec["argv"], "--host")
+    host_arg = flag_value(spec["argv"], "--host", "")
     published = container and network == ""  # a published container port listens on every address
     spec["bind"] = "0.0.0.0" if published else (host_arg or "0.0.0.0")
     spec["probe_host"] = cfg["health_host"] or ("127.0.0.1" if (host_arg in WILDCARD_HOSTS or published) else host_arg)
@@ -280,8 +270,8 @@ def _summary(plan, cfg, spec):
     else:
         how = " (vLLM %s in %s)" % (spec["version"], spec["venv"])
     lines = [
-        "%s: %s %s on %s, role %s, runtime %s%s" % (spec["unit"], plan.get("recipe"), plan.get("variant"), plan.get("hardware"),
-                                                   spec["role"], spec["runtime"], how),
+        "%s: %s %s on %s, role %s, runtime %s%s" % (
+            spec["unit"], plan.get("recipe"), plan.get("variant"), plan.get("hardware"), spec["role"], spec["runtime"], how),
         "listens on %s:%d; health probe %s:%d; API key %s; secrets in the env file: %s" % (
             spec["bind"], spec["port"], spec["probe_host"], spec["port"], "set" if cfg["api_key"] else "NOT set",
             ", ".join(spec["secret_names"]) or "none"),
