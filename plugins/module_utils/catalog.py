@@ -179,10 +179,7 @@ class Catalog(object):
         self._strategies = None
         self._memo = {}
         if validate:  # refuse a broken tree now, with every problem of its taxonomy and strategies
-            issues = list(_file_issues(self._taxonomy_path, "taxonomy", self._load(self._taxonomy_path)))
-            for path in self._strategy_paths:
-                issues.extend(_file_issues(path, "strategy", self._load(path)))
-            raise_for_issues(issues)
+            raise_for_issues(self._issues([self._taxonomy_path], "taxonomy") + self._issues(self._strategy_paths, "strategy"))
 
     def _load(self, path):
         """load_yaml, stat'ing the file at most once per ``freshness`` seconds."""
@@ -193,6 +190,10 @@ class Catalog(object):
         data = load_yaml(path)
         self._memo[path] = (now, data)
         return data
+
+    def _issues(self, paths, kind):
+        """The issues of taxonomy or strategy files, as they are parsed now."""
+        return [issue for path in paths for issue in _file_issues(path, kind, self._load(path))]
 
     # ------------------------------------------------------------------ taxonomy / strategies
     @property
@@ -220,7 +221,7 @@ class Catalog(object):
         key = tuple(id(self._load(p)) for p in self._strategy_paths)
         if self._strategies is None or self._strategies[0] != key:
             if self.validate:
-                raise_for_issues([i for p in self._strategy_paths for i in _file_issues(p, "strategy", self._load(p))])
+                raise_for_issues(self._issues(self._strategy_paths, "strategy"))
             merged = {}
             for path in self._strategy_paths:
                 data = self._load(path)
