@@ -9,6 +9,9 @@ summary table but not ``-q -x``: these runs exercise the module's ``--query-gpu`
 with ``"fail": true``, the fallback to sysfs). The XML path is covered by tests/unit/test_gpu.py
 with the real H200 capture. sysfs comes from tests/unit/fixtures/gpu/sysfs-* through the module's ``sysfs_root``.
 
+The profile match runs through the module's action plugin, which reads the taxonomy of the
+host's ``vllm_recipes_path`` (the built-in one unless a test sets it).
+
 No docker needed; each playbook run takes a few seconds.
 """
 
@@ -22,6 +25,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from fake_gpu_tools import fake_nvidia_smi_source, install_fake_nvidia_smi
 
@@ -34,6 +38,7 @@ PLAYBOOK = """\
   hosts: localhost
   connection: local
   gather_facts: false
+  vars: {play_vars}
   tasks:
     - name: Detect
       llmfleet.vllm.gpu_facts: {args}
@@ -80,13 +85,13 @@ def install_fake(fake_source, tmp_path, config):
     return install_fake_nvidia_smi(fake_source, tmp_path, config, wrapper_dir=tmp_path / "bin")
 
 
-def run_play(ansible_playbook, collections_dir, tmp_path, **module_args):
+def run_play(ansible_playbook, collections_dir, tmp_path, play_vars=None, **module_args):
     absent = str(tmp_path / "absent")
     args = dict(amd_smi_path=absent, rocm_smi_path=absent, xpu_smi_path=absent, dgx_release_path=absent)
     args.update(module_args)
     out = tmp_path / "facts.json"
     playbook = tmp_path / "play.yml"
-    playbook.write_text(PLAYBOOK.format(args=json.dumps(args), out=json.dumps(str(out))))
+    playbook.write_text(PLAYBOOK.format(args=json.dumps(args), out=json.dumps(str(out)), play_vars=json.dumps(play_vars or {})))
     env = dict(os.environ)
     env.update({
         "ANSIBLE_COLLECTIONS_PATH": str(collections_dir),
@@ -156,3 +161,24 @@ def test_no_gpu(ansible_playbook, collections_dir, tmp_path):
     assert facts["profile"] is None and facts["profile_reason"] == "no NVIDIA, AMD or Intel GPU found"
     assert facts["driver_loaded"] is None and facts["warnings"] == [] and facts["source"] == "none"
     assert "[WARNING]" not in output
+
+
+def test_site_local_taxonomy_profile_is_matched(fake_source, ansible_playbook, collections_dir, repo_root, tmp_path):
+    """A site-local taxonomy adds rtx_pro_6000_4x: 4 RTX PRO 6000 match it, with no Python change."""
+    taxonomy = yaml.safe_load((repo_root / "data" / "recipes" / "taxonomy.yaml").read_text())
+    taxonomy["hardware_profiles"]["rtx_pro_6000_4x"] = dict(
+        taxonomy["hardware_profiles"]["rtx_pro_6000_2x"], display_name="RTX PRO 6000 Blackwell 4x", gpu_count=4,
+        vram_gb=384)
+    site = tmp_path / "recipes-site"
+    site.mkdir()
+    (site / "taxonomy.yaml").write_text(yaml.safe_dump(taxonomy, sort_keys=False))
+    gpus = [{"name": "NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "memory_total_mib": 97887}] * 4
+    wrapper = install_fake(fake_source, tmp_path, {"driver_version": "580.95.05", "cuda_version": "13.0", "gpus": gpus})
+    args = dict(nvidia_smi_path=wrapper, sysfs_root=str(FIX / "sysfs-none"))
+    facts = run_play(ansible_playbook, collections_dir, tmp_path, **args)[0]
+    assert facts["count"] == 4 and facts["profile"] is None, facts["profile_reason"]  # the built-in taxonomy
+    assert "none for 4 GPUs" in facts["profile_reason"]
+    facts = run_play(ansible_playbook, collections_dir, tmp_path, play_vars={"vllm_recipes_path": [str(site)]},
+                     **args)[0]
+    assert facts["profile"] == "rtx_pro_6000_4x", facts["profile_reason"]
+    assert "is rtx_pro_6000_4x (taxonomy node 4 x 96 GB, fixed GPU count)" in facts["profile_reason"]
