@@ -910,8 +910,8 @@ def match_profile(facts, profiles):
         mem_note = " (%d MiB each)" % memory
     host = "%d x %s%s" % (count, product or "unknown %s GPU" % vendor, mem_note)
 
-    for rule in PROFILE_RULES:
-        if rule["vendor"] != vendor or not re.search(rule["pattern"], norm):
+    for rule in PROFILE_RULES.get(vendor, ()):
+        if not re.search(rule["pattern"], norm):
             continue
         candidates = _candidates(rule, specs)
         if not candidates:
@@ -941,9 +941,8 @@ def match_profile(facts, profiles):
                                               "matched by gfx target %s and memory size" % gfx)
         return None, "%s: %s with %d MiB per GPU fits no taxonomy profile" % (host, gfx, memory)
     known = []
-    for rule in PROFILE_RULES:
-        if rule["vendor"] == vendor:
-            known.extend(p for p in _candidates(rule, specs) if p not in known)
+    for rule in PROFILE_RULES.get(vendor, ()):
+        known.extend(p for p in _candidates(rule, specs) if p not in known)
     return None, "%s has no taxonomy profile (%s profiles: %s)" % (
         product or "this %s GPU" % VENDOR_NAMES.get(vendor, vendor), VENDOR_NAMES.get(vendor, vendor),
         ", ".join(known) or "none")

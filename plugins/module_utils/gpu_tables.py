@@ -24,8 +24,8 @@ NA_VALUES = frozenset(("", "n/a", "[n/a]", "na", "not supported", "[not supporte
                        "[unknown error]", "not found", "insufficient permissions", "[insufficient permissions]",
                        "not available", "[not available]", "none"))
 
-# Product name -> taxonomy profiles. Matched in order against the normalized product name (lower
-# case, "(R)"/"(TM)" dropped, "-"/"_" as spaces). ``profiles`` names the taxonomy profiles of the
+# Vendor -> product rules, matched in order against the normalized product name (lower case,
+# "(R)"/"(TM)" dropped, "-"/"_" as spaces). ``profiles`` names the taxonomy profiles of the
 # product; each id also stands for the ``<id>_<N>x`` profiles the taxonomy has (rtx_pro_6000 brings
 # rtx_pro_6000_2x and rtx_pro_6000_8x), so a site-local taxonomy adds a count variant without a
 # new rule. Which of them fits the host is the taxonomy's ``gpu_count`` and ``scalable``: a
@@ -33,28 +33,34 @@ NA_VALUES = frozenset(("", "n/a", "[n/a]", "na", "not supported", "[not supporte
 # ``profiles`` are known products without a profile (``hint`` names the closest one).
 # ``min_mib``: the product name covers variants and only the large one fits (``big_variant``: the
 # name of the large one).
-PROFILE_RULES = (
-    {"vendor": "nvidia", "pattern": r"\bgb10\b", "label": "NVIDIA GB10", "profiles": ("dgx_spark_gb10",)},
-    {"vendor": "nvidia", "pattern": r"\bgb300\b", "label": "NVIDIA GB300", "profiles": ("dgx_station_gb300", "gb300")},
-    {"vendor": "nvidia", "pattern": r"\bgb200\b", "label": "NVIDIA GB200", "profiles": ("gb200",)},
-    {"vendor": "nvidia", "pattern": r"\bb300\b", "label": "NVIDIA B300", "profiles": ("b300",)},
-    {"vendor": "nvidia", "pattern": r"\bb200\b", "label": "NVIDIA B200", "profiles": ("b200",)},
-    {"vendor": "nvidia", "pattern": r"\bgh200\b", "label": "NVIDIA GH200", "hint": "h200"},
-    {"vendor": "nvidia", "pattern": r"\bh200\b", "label": "NVIDIA H200", "profiles": ("h200",)},
-    {"vendor": "nvidia", "pattern": r"\bh100\b", "label": "NVIDIA H100", "profiles": ("h100",)},
-    {"vendor": "nvidia", "pattern": r"\brtx pro 6000\b.*\bblackwell\b", "label": "NVIDIA RTX PRO 6000 Blackwell",
-     "profiles": ("rtx_pro_6000",)},
-    {"vendor": "nvidia", "pattern": r"\brtx pro 5000\b.*\bblackwell\b", "label": "NVIDIA RTX PRO 5000 Blackwell",
-     "profiles": ("rtx_pro_5000",), "min_mib": 65536, "big_variant": r"\b72gb\b"},
-    {"vendor": "nvidia", "pattern": r"\brtx 5090\b", "label": "NVIDIA GeForce RTX 5090", "profiles": ("rtx_5090",)},
-    {"vendor": "nvidia", "pattern": r"\brtx 4090\b", "label": "NVIDIA GeForce RTX 4090", "profiles": ("rtx_4090",)},
-    {"vendor": "amd", "pattern": r"\bmi355x\b", "label": "AMD Instinct MI355X", "profiles": ("mi355x",)},
-    {"vendor": "amd", "pattern": r"\bmi350x\b", "label": "AMD Instinct MI350X", "hint": "mi355x"},
-    {"vendor": "amd", "pattern": r"\bmi325x\b", "label": "AMD Instinct MI325X", "profiles": ("mi325x",)},
-    {"vendor": "amd", "pattern": r"\bmi300x\b", "label": "AMD Instinct MI300X", "profiles": ("mi300x",)},
-    {"vendor": "intel", "pattern": r"\bpro b60\b", "label": "Intel Arc Pro B60", "profiles": ("arc_pro_b60",)},
-    {"vendor": "intel", "pattern": r"\bpro b70\b", "label": "Intel Arc Pro B70", "profiles": ("arc_pro_b70",)},
-)
+PROFILE_RULES = {
+    "nvidia": (
+        {"pattern": r"\bgb10\b", "label": "NVIDIA GB10", "profiles": ("dgx_spark_gb10",)},
+        {"pattern": r"\bgb300\b", "label": "NVIDIA GB300", "profiles": ("dgx_station_gb300", "gb300")},
+        {"pattern": r"\bgb200\b", "label": "NVIDIA GB200", "profiles": ("gb200",)},
+        {"pattern": r"\bb300\b", "label": "NVIDIA B300", "profiles": ("b300",)},
+        {"pattern": r"\bb200\b", "label": "NVIDIA B200", "profiles": ("b200",)},
+        {"pattern": r"\bgh200\b", "label": "NVIDIA GH200", "hint": "h200"},
+        {"pattern": r"\bh200\b", "label": "NVIDIA H200", "profiles": ("h200",)},
+        {"pattern": r"\bh100\b", "label": "NVIDIA H100", "profiles": ("h100",)},
+        {"pattern": r"\brtx pro 6000\b.*\bblackwell\b", "label": "NVIDIA RTX PRO 6000 Blackwell",
+         "profiles": ("rtx_pro_6000",)},
+        {"pattern": r"\brtx pro 5000\b.*\bblackwell\b", "label": "NVIDIA RTX PRO 5000 Blackwell",
+         "profiles": ("rtx_pro_5000",), "min_mib": 65536, "big_variant": r"\b72gb\b"},
+        {"pattern": r"\brtx 5090\b", "label": "NVIDIA GeForce RTX 5090", "profiles": ("rtx_5090",)},
+        {"pattern": r"\brtx 4090\b", "label": "NVIDIA GeForce RTX 4090", "profiles": ("rtx_4090",)},
+    ),
+    "amd": (
+        {"pattern": r"\bmi355x\b", "label": "AMD Instinct MI355X", "profiles": ("mi355x",)},
+        {"pattern": r"\bmi350x\b", "label": "AMD Instinct MI350X", "hint": "mi355x"},
+        {"pattern": r"\bmi325x\b", "label": "AMD Instinct MI325X", "profiles": ("mi325x",)},
+        {"pattern": r"\bmi300x\b", "label": "AMD Instinct MI300X", "profiles": ("mi300x",)},
+    ),
+    "intel": (
+        {"pattern": r"\bpro b60\b", "label": "Intel Arc Pro B60", "profiles": ("arc_pro_b60",)},
+        {"pattern": r"\bpro b70\b", "label": "Intel Arc Pro B70", "profiles": ("arc_pro_b70",)},
+    ),
+}
 
 # AMD by gfx target and per-GPU memory as the tools report it, when the product name says nothing
 # (amd-smi "N/A", VFs with odd names): gfx target -> ((min MiB, max MiB, profile), ...).

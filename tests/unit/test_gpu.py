@@ -497,14 +497,15 @@ def test_match_profile_reasons():
 
 def test_every_rule_profile_exists_in_the_taxonomy(repo_root):
     taxonomy = yaml.safe_load((repo_root / "data" / "recipes" / "taxonomy.yaml").read_text())["hardware_profiles"]
-    for rule in gpu_tables.PROFILE_RULES:
+    rules = [rule for vendor_rules in gpu_tables.PROFILE_RULES.values() for rule in vendor_rules]
+    for rule in rules:
         if rule.get("profiles"):
             assert gpu._candidates(rule, PROFILES), rule
         assert rule.get("hint") is None or rule["hint"] in taxonomy, rule
-    for rules in gpu_tables.AMD_GFX_MEMORY_RULES.values():
-        assert all(rule[2] in taxonomy for rule in rules)
+    for bands in gpu_tables.AMD_GFX_MEMORY_RULES.values():
+        assert all(band[2] in taxonomy for band in bands)
     # every NVIDIA/AMD/Intel taxonomy profile is reachable from some rule
-    reachable = set(p for r in gpu_tables.PROFILE_RULES for p in gpu._candidates(r, PROFILES))
+    reachable = set(p for r in rules for p in gpu._candidates(r, PROFILES))
     gpu_brands = [k for k, v in taxonomy.items() if v["brand"] in ("NVIDIA", "AMD") or v["generation"] == "xpu"]
     assert sorted(set(gpu_brands) - reachable) == []
 
