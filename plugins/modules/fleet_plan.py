@@ -51,10 +51,10 @@ options:
     default: true
   serial:
     description:
-      - A rollout's batch size, as a play's C(serial) takes it (an integer, a percentage such as V(25%), or a list of
+      - "A rollout's batch size, as a play's C(serial) takes it (an integer, a percentage such as V(25%), or a list of
         them, the last one repeating). With it, the task also refuses a run that would split a multi-node replica
         (which restarts together): a replica with a member outside the play's hosts (a C(-l) that cuts it), or with
-        members in two batches of the play's hosts in name order (C(order=sorted)).
+        members in two batches of the play's hosts in name order (C(order=sorted))."
       - A value of another form is a problem that names the valid forms.
     type: raw
   plan:
