@@ -4,9 +4,9 @@
 """Recipe resolver: (recipe, variant, hardware, strategy, nodes, features, ...) -> per-node
 ``vllm serve`` argv, env and container image.
 
-This follows the upstream recipes command builder (recipes.vllm.ai, commit 8959cf64) as
-written down in ``docs/recipe-semantics.md`` of the reference material, with the deliberate
-deviations D1-D6:
+This follows the upstream recipes command builder (recipes.vllm.ai, commit 8959cf64; its
+function names are quoted in the docstrings below), checked against the builder's own outputs
+by ``tools/golden_parity.py``, with the deliberate deviations D1-D6 (also in the README):
 
 * D1 feature (and feature mode) ``env`` is applied, after the hardware-override env layers
   and before the PD-only clean-up;
@@ -52,7 +52,7 @@ ADVANCED_PRESETS = {
 #: web UI hard-codes this pair; recipes may add pairs with ``features.<f>.conflicts_with``.
 BUILTIN_CONFLICTS = (("text_only", "encoder_parallel"),)
 
-#: Env keys only meaningful on NVL4 trays; PD pools drop them elsewhere (§5.8 step 9).
+#: Env keys only meaningful on NVL4 trays; PD pools drop them elsewhere (the last step of buildEnv).
 NVL4_ONLY_ENV = ("VLLM_USE_NCCL_SYMM_MEM", "NCCL_CUMEM_ENABLE", "NCCL_MNNVL_ENABLE", "NCCL_NVLS_ENABLE", "UCX_NET_DEVICES")
 NVL4_HARDWARE = ("gb200", "gb300")
 
@@ -221,7 +221,7 @@ class _Args(object):
                 self.sources.append(source)
 
     def units(self):
-        """§5.7 tokenization: a ``-`` token is a flag, taking the next token as its value
+        """Tokenization: a ``-`` token is a flag, taking the next token as its value
         unless that one starts with ``-``; anything else is a positional.
 
         Further non-dash tokens right after a flag's value, from the same layer, are more
@@ -403,7 +403,7 @@ class Resolver(object):
 
     @staticmethod
     def min_gpus(recipe, key, hw_id):
-        """minGpusForStrategy (§6.3)."""
+        """minGpusForStrategy: the fewest GPUs a strategy needs on this hardware."""
         spec = recipe.get("strategy_min_gpus")
         if spec is None:
             return 0
@@ -476,7 +476,7 @@ class Resolver(object):
         return out
 
     def pick_default_hardware(self, recipe, variant):
-        """pickDefaultHardware (§6.4, with clarification §11.1)."""
+        """pickDefaultHardware: the hardware upstream picks for a variant when none is given."""
         cands = self.hardware_candidates(recipe, variant)
         default = _as_map(recipe.get("meta")).get("default_hardware")
         if default in cands:
@@ -510,7 +510,7 @@ class Resolver(object):
         return best[1] if best else None
 
     def compatible_strategies(self, recipe, variant, hw):
-        """Strategies offered on this hardware (JSON API rules, §6.5, plus the XPU UI rule)."""
+        """Strategies offered on this hardware (the JSON API rules, plus the web UI rule that keeps Intel XPU single-node)."""
         kinds = self.catalog.strategies
         out = []
         for name in self.effective_compatible(recipe):
@@ -526,12 +526,12 @@ class Resolver(object):
             if not hw.scalable and (name.startswith("multi_node_") or name == "pd_cluster"):
                 continue
             if hw.generation == "xpu" and deploy_type in ("multi_node", "pd_cluster", "kv_store_lb"):
-                continue  # §10.16: the UI limits Intel XPU to single-node
+                continue  # the web UI limits Intel XPU to single-node
             out.append(name)
         return out
 
     def recommend_strategy(self, recipe, node_count, compatible):
-        """recommendStrategy (§6.5)."""
+        """recommendStrategy: upstream's pick among the compatible strategies for a node count."""
         default = recipe.get("default_strategy")
         if default in compatible:
             if node_count > 1 and str(default).startswith("single_node_"):
@@ -548,7 +548,8 @@ class Resolver(object):
         return compatible[0] if compatible else None
 
     def pick_pd_nodes(self, recipe, variant, hw):
-        """pickPdNodes: None (co-located), {prefill: n, decode: n}, or "skip" (§6.5, §11.4-5)."""
+        """pickPdNodes: None (co-located), {prefill: n, decode: n}, or "skip"
+        (``strategy_overrides.pd_cluster.<role>.nodes`` is ignored, as upstream ignores it)."""
         vmin = variant.get("vram_minimum_gb")
         node_vram = hw.vram_gb
         if not _num(vmin) or node_vram is None or 2 * vmin <= node_vram:
@@ -570,7 +571,7 @@ class Resolver(object):
 
         Returns a dict with ``variant``, ``hardware``, ``strategy``, ``node_count`` and
         ``pd_nodes`` (for pd_cluster), plus ``notes`` explaining each choice. An explicit
-        choice is never replaced (§11.7): preflight refuses a variant that does not fit
+        choice is never replaced: preflight refuses a variant that does not fit
         non-scalable hardware instead of substituting one.
         """
         recipe = self.catalog.recipe(recipe_id)
@@ -900,7 +901,7 @@ class _Build(object):
 
     # ------------------------------------------------------------------ argv layers
     def _parallel(self, args, role, rank):
-        """Step 3: the parallelism flag block (§5.4)."""
+        """Step 3: the parallelism flag block (TP/PP/DP/EP sizes and their ranks)."""
         strat, overrides, gpus, node_count = self.strat, self.overrides, self.gpus_per_node, self.node_count
         src = self.strategy_label + " \u203a parallelism"
         flag = strat.get("parallel_flag") or "--tensor-parallel-size"
@@ -945,7 +946,7 @@ class _Build(object):
         args.add(toks, src)
 
     def single_node_size(self):
-        """resolveSingleNodeTp (§5.3)."""
+        """resolveSingleNodeTp: the tensor-parallel size of a single-node deployment."""
         gpus, hw = self.gpus_per_node, self.hw
         if self.strategy_name != "single_node_tp":
             return gpus
@@ -962,7 +963,7 @@ class _Build(object):
         return 1 if vmin <= hw.vram_per_gpu else gpus
 
     def pool(self, role):
-        """PD pool geometry for ``role`` (§5.4, pd_cluster branch), computed once per role."""
+        """PD pool geometry for ``role`` (the pd_cluster branch of the parallelism block), computed once per role."""
         info = self._pools.get(role)
         if info is None:
             info = self._pools[role] = self._pool(role)
@@ -1040,7 +1041,7 @@ class _Build(object):
         args.add(toks, src)
 
     def build_args(self, role=None, rank=0):
-        """§5.2 buildArgs: every layer appended in order; last-wins dedupe at the end."""
+        """buildArgs: every layer appended in order; last-wins dedupe at the end."""
         args = _Args()
         hw, overrides, overrides_label = self.hw, self.overrides, self.overrides_label
         # 1-3. model, variant, strategy
@@ -1097,7 +1098,7 @@ class _Build(object):
 
     # ------------------------------------------------------------------ env layers
     def build_env(self, role=None, rank=0):
-        """§5.8 buildEnv, with D1 (feature env) before the PD-only clean-up."""
+        """buildEnv, with D1 (feature env) before the PD-only clean-up."""
         env = _Env()
         hw, overrides = self.hw, self.overrides
         strategy_label, overrides_label = self.strategy_label, self.overrides_label
@@ -1149,7 +1150,7 @@ class _Build(object):
 
     # ------------------------------------------------------------------ image
     def image(self):
-        """computeDockerMeta (§7.1): (image, provenance)."""
+        """computeDockerMeta: (image, provenance)."""
         hw, variant = self.hw, self.variant
         brand_key = hw.brand_key
         nightly = bool(self.model.get("nightly_required") or variant.get("nightly_required"))

@@ -22,7 +22,7 @@ argv, and the start-up check of tool-call / reasoning parser names:
   JSON value of the base option, which must be JSON-valued; the dotted form
   always takes the next token as its value;
 * ``-O3``, ``-O=3``, ``-O 3`` mean ``--optimization-level 3``;
-* tokenization as in recipe-semantics section 5.7: a token starting with ``-``
+* tokenization as the resolver's (``resolver._Args.units``): a token starting with ``-``
   is an option, the next token is its value when the option takes one and the
   token does not start with ``-`` (argparse also takes negative numbers such as
   ``-1`` as values); options with ``nargs='+'`` take every following value;
