@@ -3,7 +3,7 @@
 
 fake-nvidia-smi reads its GPUs from the hard-wired ``/etc/fake-gpus.json``. :func:`install_fake_nvidia_smi`
 copies the script unchanged next to a JSON config and writes a small wrapper that patches
-``builtins.open`` to read that config instead, then runs the copy. Used by tests/unit/test_gpu.py
+``builtins.open`` to read that config instead, then runs the copy. Used by tests/unit/plugins/module_utils/test_gpu.py
 and tests/integration/test_gpu_facts_local.py (``tests/`` is on sys.path through tests/conftest.py).
 """
 

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """Views of host plans for tests (``tests/`` is on sys.path through tests/conftest.py).
 
-Used by tests/unit/test_fleet.py, tests/unit/test_replica_runtime.py and
+Used by tests/unit/plugins/module_utils/test_fleet.py, tests/unit/plugins/module_utils/test_replica_runtime.py and
 tests/integration/test_plan_playbook.py.
 """
 

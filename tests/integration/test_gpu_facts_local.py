@@ -6,7 +6,7 @@ wrapper (tests/fake_gpu_tools.py) that redirects its hard-wired ``/etc/fake-gpus
 JSON file in the test's tmp directory (builtins.open is patched before the unchanged script
 runs), so nothing is written to /etc. fake-nvidia-smi answers ``-L``, ``--query-gpu`` and the
 summary table but not ``-q -x``: these runs exercise the module's ``--query-gpu`` CSV path (and,
-with ``"fail": true``, the fallback to sysfs). The XML path is covered by tests/unit/test_gpu.py
+with ``"fail": true``, the fallback to sysfs). The XML path is covered by tests/unit/plugins/module_utils/test_gpu.py
 with the real H200 capture. sysfs comes from tests/unit/fixtures/gpu/sysfs-* through the module's ``sysfs_root``.
 
 The profile match runs through the module's action plugin, which reads the taxonomy of the

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """errors.py: the one issue class (a recipe-tree file's issue or an argv's) and the "unknown id" message.
 
-tests/unit/test_recipe_schema.py and test_vllm_flags.py cover the issues their checks produce.
+tests/unit/plugins/module_utils/test_recipe_schema.py and test_vllm_flags.py cover the issues their checks produce.
 """
 
 from __future__ import annotations

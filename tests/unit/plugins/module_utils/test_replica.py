@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """replica.py on plain data: a replica's layout, the host plan it assembles, Ray mode and ports.
 
-tests/unit/test_fleet*.py and test_replica_runtime.py cover the same through ``Fleet`` with real recipes.
+tests/unit/plugins/module_utils/test_fleet*.py and test_replica_runtime.py cover the same through ``Fleet`` with real recipes.
 """
 
 from __future__ import annotations

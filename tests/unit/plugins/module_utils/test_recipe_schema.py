@@ -33,7 +33,7 @@ from ansible_collections.llmfleet.vllm.plugins.module_utils.errors import (  # n
     ValidationIssue,
 )
 
-FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures" / "recipe_schema"
+FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "recipe_schema"
 QWEN = "Qwen/Qwen3.6-35B-A3B"
 QWEN_FILE = "Qwen3.6-35B-A3B.yaml"
 
@@ -169,7 +169,7 @@ def test_schema_file_is_valid_draft_2020_12():
     schema = rs.load_schema()
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     jsonschema.Draft202012Validator.check_schema(schema)
-    expected = pathlib.Path(__file__).resolve().parents[2] / "data" / "schema" / "recipe.schema.json"
+    expected = pathlib.Path(__file__).resolve().parents[4] / "data" / "schema" / "recipe.schema.json"
     assert os.path.samefile(rs.SCHEMA_PATH, str(expected))
 
 

@@ -27,7 +27,7 @@ import pytest
 from ansible_collections.llmfleet.vllm.plugins.module_utils import vllm_flags as vf
 from ansible_collections.llmfleet.vllm.plugins.module_utils.errors import FlagValidationError, RecipeError
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
+REPO = pathlib.Path(__file__).resolve().parents[4]
 FIXTURES = REPO / "tests" / "unit" / "fixtures" / "vllm_flags"
 SHIPPED = ["0.17.0", "0.28.0", "0.33.0"]
 

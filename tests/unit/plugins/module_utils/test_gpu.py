@@ -21,8 +21,8 @@ from ansible_collections.llmfleet.vllm.plugins.module_utils import gpu, gpu_tabl
 from ansible_collections.llmfleet.vllm.plugins.module_utils.catalog import get_catalog
 from fake_gpu_tools import fake_nvidia_smi_source, install_fake_nvidia_smi
 
-FIX = pathlib.Path(__file__).resolve().parent / "fixtures" / "gpu"
-REPO = pathlib.Path(__file__).resolve().parents[2]
+FIX = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "gpu"
+REPO = pathlib.Path(__file__).resolve().parents[4]
 MODULE = REPO / "plugins" / "modules" / "gpu_facts.py"
 
 Q_FULL = "--query-gpu=" + ",".join(gpu.NV_QUERY_FIELDS_FULL)

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 TOOL = ROOT / "tests" / "molecule" / "aptrepo" / "build_repo.py"
 SPECS = ROOT / "tests" / "molecule" / "aptrepo" / "specs"
 
