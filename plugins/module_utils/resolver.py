@@ -66,7 +66,8 @@ DEFAULT_IMAGES = {
     ("tpu", True): "vllm/vllm-tpu:nightly",
     ("intel", True): "vllm/vllm-openai-cpu:nightly",
 }
-XPU_DEFAULT_IMAGE = {False: "vllm/vllm-openai-xpu:latest", True: "vllm/vllm-openai-xpu:nightly"}
+# Intel XPU has one default image: upstream ignores ``nightly_required`` there (no nightly XPU image).
+XPU_DEFAULT_IMAGE = "vllm/vllm-openai-xpu:latest"
 
 GPU_FLAGS = {
     "tpu": ["--privileged", "--network", "host", "-v", "/dev/shm:/dev/shm"],
@@ -329,6 +330,8 @@ CHECK_WARNINGS = {
     "pd_pool_without_gpu": "pd_cluster %(role)s pool co-located on %(hardware)s has no GPU (the node has %(gpu_count)d)",
     "pd_pool_dp_size": "pd_cluster %(role)s pool: data-parallel size %(dp_size)d exceeds the co-located pool's "
                        "%(pool_gpus)d GPUs (upstream quirk)",
+    "pd_pool_tp_size": "pd_cluster %(role)s pool: tensor-parallel size %(tp)d exceeds the node's %(gpu_count)d GPUs; "
+                       "rendered with one data-parallel rank per node (upstream quirk)",
     "meta_hardware_unknown": "recipe %(recipe)s: meta.hardware.%(hardware)s is not a hardware profile of the taxonomy (ignored, D5)",
     "vram_fit": "variant %(variant)s needs %(vram_minimum_gb)s GB but %(hardware)s has %(vram_gb)s GB and cannot scale out",
     "precision": "variant %(variant)s (%(precision)s) is not supported on %(hardware)s (%(brand)s %(generation)s)",
@@ -628,6 +631,8 @@ class Resolver(object):
         * ``pd_pool_without_gpu`` (role, hardware, gpu_count): a co-located PD pool gets no GPU;
         * ``pd_pool_dp_size`` (role, dp_size, pool_gpus): a co-located data-parallel pool's DP
           size exceeds its GPUs (an upstream quirk);
+        * ``pd_pool_tp_size`` (role, tp, gpu_count): a data-parallel pool's explicit TP exceeds a
+          node's GPUs, so each node gets one DP rank of more GPUs than it has (an upstream quirk);
         * ``meta_hardware_unknown`` (recipe, hardware): a ``meta.hardware`` id the taxonomy
           lacks (D5);
         * ``vram_fit`` (variant, vram_minimum_gb, hardware, vram_gb, fitting_variant): the
@@ -647,6 +652,9 @@ class Resolver(object):
         for role, info in (pools or {}).items():
             if info["parallelism"] == "dep" and info["nodes"] == 0 and info["dp_size"] > info["pool_gpus"]:
                 facts.append({"check": "pd_pool_dp_size", "role": role, "dp_size": info["dp_size"], "pool_gpus": info["pool_gpus"]})
+        for role, info in (pools or {}).items():
+            if info["parallelism"] == "dep" and info["tp"] is not None and int(info["tp"]) > hw.gpu_count:
+                facts.append({"check": "pd_pool_tp_size", "role": role, "tp": int(info["tp"]), "gpu_count": hw.gpu_count})
         profiles = self.catalog.hardware_profiles
         for hw_id in _as_map(_as_map(recipe.get("meta")).get("hardware")):
             if hw_id not in profiles:
@@ -989,7 +997,9 @@ class _Build(object):
         info = {"nodes": nodes, "rank": rank, "parallelism": parallelism, "pool_gpus": pool_gpus}
         if parallelism == "dep":
             tp = role_overrides.get("tp") if role_overrides.get("tp") is not None else role_strategy.get("tp")
-            dp_local = gpus // int(tp or 1)
+            # DP ranks per node: the whole node's GPUs over tp (tp 1 when unset), never below 1
+            # (a tp larger than the node gives one rank per node, as upstream renders it)
+            dp_local = max(1, gpus // int(tp or 1))
             info.update(tp=tp, dp_local=dp_local, dp_size=max(1, nodes) * dp_local, start_rank=rank * dp_local)
         else:
             info.update(tp=pool_gpus, dp_local=0, dp_size=1, start_rank=0)
@@ -1173,7 +1183,11 @@ class _Build(object):
                 elif brand_key == "nvidia" and ("cu130" in value or "cu129" in value) and cuda is None:
                     cuda = (value, label)
         if hw.generation == "xpu":
-            return XPU_DEFAULT_IMAGE[nightly], "default image for Intel XPU"
+            if nightly:
+                where = "model" if self.model.get("nightly_required") else self.variant_label
+                self.warnings.append("%s sets nightly_required, but Intel XPU has no nightly image: using %s as upstream does "
+                                     "(pin vllm_image if it is too old)" % (where, XPU_DEFAULT_IMAGE))
+            return XPU_DEFAULT_IMAGE, "default image for Intel XPU"
         if cuda is not None:
             for key in ("cu130", "cu129"):
                 if cuda[0].get(key):

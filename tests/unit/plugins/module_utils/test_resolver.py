@@ -358,8 +358,73 @@ def test_image_precedence(tmp_path):
     assert img("fp8", "mi300x") == "rocm:fp8"           # variant brand map
     assert img("fp8", "h100") == "img:cu130"            # partial variant map falls through to the model's CUDA map
     assert img("default", "mi325x") == "rocm:pinned"
-    assert img("default", "arc_pro_b60") == "vllm/vllm-openai-xpu:nightly"
+    assert img("default", "arc_pro_b60") == "vllm/vllm-openai-xpu:latest"  # XPU ignores nightly_required
     assert img("default", "xeon6") == "vllm/vllm-openai-cpu:nightly"
+
+
+def test_xpu_image_ignores_nightly_required(tmp_path):
+    def mutate(r):
+        r["variants"]["fp8"]["nightly_required"] = True
+        r["variants"]["nvfp4"]["hardware_overrides"]["arc_pro_b70"] = {"docker_image": "intel/vllm:pinned"}
+        r["variants"]["nvfp4"]["nightly_required"] = True
+    res = make_tree(tmp_path, mutate)
+
+    def plan(variant, hw):
+        return res.resolve(SEED, variant=variant, hardware=hw, strategy="single_node_tp", node_count=1)
+    for hw in ("arc_pro_b60", "arc_pro_b70"):
+        xpu = plan("fp8", hw)
+        assert (xpu["image"], xpu["image_source"]) == ("vllm/vllm-openai-xpu:latest", "default image for Intel XPU")
+        assert xpu["nightly"] is True
+        assert "variant fp8 sets nightly_required, but Intel XPU has no nightly image: using vllm/vllm-openai-xpu:latest " \
+               "as upstream does (pin vllm_image if it is too old)" in xpu["warnings"]
+    plain = plan("default", "arc_pro_b60")
+    assert plain["image"] == "vllm/vllm-openai-xpu:latest"
+    assert not any("nightly" in w for w in plain["warnings"])
+    assert plan("nvfp4", "arc_pro_b70")["image"] == "intel/vllm:pinned"  # a pin still wins
+    assert plan("fp8", "h200")["image"] == "vllm/vllm-openai:nightly"  # other brands still honour it
+    assert plan("fp8", "xeon6")["image"] == "vllm/vllm-openai-cpu:nightly"  # Intel CPU is not XPU
+
+
+def test_pd_dep_pool_dp_local_is_never_below_one(tmp_path):
+    def mutate(r):
+        r["compatible_strategies"] += ["single_node_dep", "pd_cluster"]
+        r["strategy_overrides"] = {"pd_cluster": {"prefill": {"parallelism": "dep", "tp": 8},
+                                                  "decode": {"parallelism": "dep", "tp": 2}}}
+    res = make_tree(tmp_path, mutate)
+    # gb200 has 4 GPUs per node: prefill tp 8 > 4 gives one DP rank per node, not 0
+    plan = res.resolve(SEED, variant="default", hardware="gb200", strategy="pd_cluster", node_count=1,
+                       pd_nodes={"prefill": 2, "decode": 1})
+    prefill = [n for n in plan["nodes"] if n["role"] == "prefill"]
+    for rank, node in enumerate(prefill):
+        f = flags(node)
+        i = f.index("--tensor-parallel-size")
+        assert f[i:i + 8] == ["--tensor-parallel-size", "8", "--data-parallel-size", "2", "--data-parallel-size-local", "1",
+                              "--data-parallel-start-rank", str(rank)]
+    decode = flags(next(n for n in plan["nodes"] if n["role"] == "decode"))
+    i = decode.index("--data-parallel-size")
+    assert decode[i:i + 4] == ["--data-parallel-size", "2", "--data-parallel-size-local", "2"]  # 4 // 2
+    assert plan["pools"]["prefill"]["dp_local"] == 1 and plan["pools"]["prefill"]["dp_size"] == 2
+    assert plan["router"]["argv"][-1] == "2"  # max(dpLocal)
+    facts = res.check_facts(SEED, res.catalog.recipe(SEED), "default", res.hardware("gb200"), plan["pools"])
+    assert [f for f in facts if f["check"] == "pd_pool_tp_size"] == [
+        {"check": "pd_pool_tp_size", "role": "prefill", "tp": 8, "gpu_count": 4}]
+    assert "pd_cluster prefill pool: tensor-parallel size 8 exceeds the node's 4 GPUs; rendered with one " \
+           "data-parallel rank per node (upstream quirk)" in plan["warnings"]
+    # one node per pool: DP size 1, DP-local 1
+    one = res.resolve(SEED, variant="default", hardware="gb200", strategy="pd_cluster", node_count=1,
+                      pd_nodes={"prefill": 1, "decode": 1})
+    f = flags(next(n for n in one["nodes"] if n["role"] == "prefill"))
+    i = f.index("--data-parallel-size")
+    assert f[i:i + 4] == ["--data-parallel-size", "1", "--data-parallel-size-local", "1"]
+    # co-located (0 nodes): still 1
+    colo = res.resolve(SEED, variant="default", hardware="gb200", strategy="pd_cluster", node_count=1,
+                       pd_nodes={"prefill": 0, "decode": 0})
+    assert colo["pools"]["prefill"]["dp_local"] == 1 and colo["pools"]["prefill"]["dp_size"] == 1
+    # the GPU count the host really has counts (D6): tp 8 fits an 8-GPU gb200 box
+    big = res.resolve(SEED, variant="default", hardware="gb200", strategy="pd_cluster", node_count=1,
+                      pd_nodes={"prefill": 1, "decode": 1}, gpu_count=8)
+    assert big["pools"]["prefill"]["dp_local"] == 1
+    assert not any("tensor-parallel size" in w for w in big["warnings"])
 
 
 def test_selection_fills_unset_inputs(res):
