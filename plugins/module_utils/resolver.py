@@ -653,7 +653,7 @@ class Resolver(object):
             if info["parallelism"] == "dep" and info["nodes"] == 0 and info["dp_size"] > info["pool_gpus"]:
                 facts.append({"check": "pd_pool_dp_size", "role": role, "dp_size": info["dp_size"], "pool_gpus": info["pool_gpus"]})
         for role, info in (pools or {}).items():
-            if info["parallelism"] == "dep" and info["tp"] is not None and int(info["tp"]) > hw.gpu_count:
+            if info["parallelism"] == "dep" and info.get("tp") is not None and int(info["tp"]) > hw.gpu_count:
                 facts.append({"check": "pd_pool_tp_size", "role": role, "tp": int(info["tp"]), "gpu_count": hw.gpu_count})
         profiles = self.catalog.hardware_profiles
         for hw_id in _as_map(_as_map(recipe.get("meta")).get("hardware")):
