@@ -41,8 +41,8 @@ except ImportError:  # pragma: no cover - exercised only without PyYAML
     HAS_YAML = False
     _SafeLoader = None
 
-from .errors import RecipeError, RecipeNotFound, RecipeValidationError, ValidationIssue, _unknown
-from .recipe_schema import raise_for_issues, validate_recipe, validate_strategy, validate_taxonomy
+from .errors import RecipeNotFound, RecipeValidationError, ValidationIssue, _unknown
+from .recipe_schema import MissingDependencyError, raise_for_issues, validate_recipe, validate_strategy, validate_taxonomy
 
 #: The collection's own tree: the Qwen3.6-35B-A3B recipe, the taxonomy and the strategies.
 BUILTIN_TREE = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data", "recipes"))
@@ -73,7 +73,8 @@ def load_yaml(path):
     The returned object is shared: callers must not mutate it.
     """
     if not HAS_YAML:
-        raise RecipeError("PyYAML is required to read recipe files (pip install PyYAML)")
+        raise MissingDependencyError("llmfleet.vllm needs the Python package PyYAML on the controller: pip install PyYAML "
+                                     "(see requirements.txt)")
     path = os.path.abspath(path)
     try:
         st = os.stat(path)

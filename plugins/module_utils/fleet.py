@@ -218,7 +218,7 @@ class Fleet(object):
             except FleetError as exc:
                 problems.extend(p for p in exc.problems if p not in problems)
             except RecipeError as exc:
-                msg = "host %s: %s" % (host, exc)
+                msg = str(exc) if isinstance(exc, ImportError) else "host %s: %s" % (host, exc)  # a missing library: once
                 if msg not in problems:
                     problems.append(msg)
         for host, plan in plans.items():

@@ -34,7 +34,6 @@ import importlib.util
 import json
 import os
 import re
-import traceback
 
 from .errors import RecipeError, RecipeValidationError, ValidationIssue
 
@@ -141,22 +140,23 @@ def _ids(values):
 
 def _jsonschema():
     """The :mod:`jsonschema` module, imported on first use; :class:`MissingDependencyError`
-    when it is missing or older than 4.0."""
-    detail = ""
+    (one line, no traceback) when it is missing, fails to import or is older than 4.0."""
+    reason = "it is not installed"
     if HAS_JSONSCHEMA:
         try:
             module = importlib.import_module("jsonschema")
-        except ImportError:
-            detail = traceback.format_exc()
+        except ImportError as exc:
+            reason = "importing it failed: %s" % (str(exc).splitlines() or [type(exc).__name__])[0]
         else:
             if not hasattr(module, "Draft202012Validator"):
                 raise MissingDependencyError(
-                    "recipe validation needs jsonschema >= 4.0 (Draft 2020-12 support); found %s"
+                    "llmfleet.vllm needs the Python package jsonschema >= 4.0 (Draft 2020-12) on the controller, "
+                    "found %s: pip install 'jsonschema>=4.0' (see requirements.txt)"
                     % getattr(module, "__version__", "an older version"))
             return module
     raise MissingDependencyError(
-        "recipe validation needs the Python library 'jsonschema' (>= 4.0): "
-        "pip install jsonschema\n%s" % detail)
+        "llmfleet.vllm needs the Python package jsonschema on the controller: pip install jsonschema "
+        "(see requirements.txt); %s" % reason)
 
 
 def normalize_yaml_types(data):
