@@ -19,6 +19,8 @@ import json
 from .catalog import get_catalog
 from .errors import RecipeError
 from .inventory_vars import FleetError, type_problems
+from . import preflight
+from .machines import check_machines, gpu_count_of
 from .replica import assemble, disagreements, host_extras, layout, node_of
 from .resolver import Resolver, unique
 from . import vllm_flags
@@ -148,6 +150,7 @@ class Fleet(object):
         catalog = self.catalog(hv)
         catalog.recipe(hv["vllm_recipe"])  # unknown or invalid recipes fail here, before any hardware question
         hardware, gpu_count = self.hardware_of(host, hv)
+        gpu_count = gpu_count_of(host, hv, gpu_count)  # vllm_gpu_ids sets the count
         names = served_names(hv.get("vllm_served_model_name"))
         kwargs = dict(recipe_id=hv["vllm_recipe"], variant=hv.get("vllm_variant"), hardware=hardware,
                       strategy=hv.get("vllm_strategy"), features=_features_arg(hv.get("vllm_features")),
@@ -170,10 +173,20 @@ class Fleet(object):
         strat = catalog.strategies[sel["strategy"]]
         if strat.get("deploy_type") != "single_node":
             raise FleetError(["host %s: strategy %s spans several nodes: put the host in an inventory group and set "
-                              "vllm_replica to that group's name" % (host, sel["strategy"])])
+                              "vllm_replica to that group's name" % (host, sel["strategy"])] + self._single_fit(host, hv, catalog, kwargs, sel))
         kwargs.update(variant=sel["variant"], strategy=sel["strategy"], node_count=1)
         dep = self._resolve(catalog, kwargs, host_extras(hv, names, "single"), hv.get("vllm_extra_env"))
         return self._assemble(host, hv, dep, dep["nodes"][0], None, [host], {}, names)
+
+    def _single_fit(self, host, hv, catalog, kwargs, sel):
+        """Why a single host got a multi-node strategy: its variant does not fit its GPUs (or nothing)."""
+        resolver = Resolver(catalog)
+        recipe = catalog.recipe(kwargs["recipe_id"])
+        hw = resolver.hardware(kwargs["hardware"], kwargs["gpu_count"])
+        _gpus, why = preflight.real_gpu_count(hv, self.facts.get(host), {"gpu_count": hw.gpu_count, "hardware": hw.id})
+        where = "host %s (%s %s on %s)" % (host, kwargs["recipe_id"], sel["variant"], hw.id)
+        return preflight.vram_problems(where, {"deploy_type": "single_node", "variant": sel["variant"], "node_count": 1},
+                                       recipe["variants"][sel["variant"]], hw, why, resolver.pick_fitting_variant(recipe, hw))
 
     def _replica_plan(self, host, hv, replica, members):
         problems = disagreements(replica, members, self.vars)
@@ -202,7 +215,7 @@ class Fleet(object):
 
     def _assemble(self, host, hv, dep, node, replica, members, bindings, names):
         brand_key = detected_hcas = None
-        if replica is not None and node["role"] != "router":
+        if (replica is not None or hv.get("vllm_gpu_ids") is not None) and node["role"] != "router":
             brand_key = Resolver(self.catalog(hv)).hardware(dep["hardware"], dep["gpu_count"]).brand_key
             detected_hcas = (self.facts.get(host) or {}).get("infiniband_hcas")
         return assemble(host, hv, dep, node, replica, members, bindings, names, self.address, brand_key, detected_hcas)
@@ -221,9 +234,12 @@ class Fleet(object):
                 msg = str(exc) if isinstance(exc, ImportError) else "host %s: %s" % (host, exc)  # a missing library: once
                 if msg not in problems:
                     problems.append(msg)
+            problems.extend(preflight.input_problems(host, self.hostvars.get(host) or {}))
         for host, plan in plans.items():
             problems.extend(self._semantic_checks(host, plan))
-        return plans, unique(problems)
+        problems.extend(check_machines(plans, self.vars, self.facts))  # services sharing one machine
+        secrets = [v for host in hosts for v in preflight.host_secrets(self.hostvars.get(host) or {})]
+        return plans, unique(preflight.redact(problems, secrets))  # no message carries a secret value
 
     def _semantic_checks(self, host, plan):
         out = []
@@ -270,8 +286,21 @@ class Fleet(object):
         if plan["unbound_placeholders"] and "IFACE_NAME" not in plan["unbound_placeholders"]:
             out.append("host %s: unbound placeholders %s" % (host, ", ".join("$" + p for p in plan["unbound_placeholders"])))
         out.extend(self.gpu_fact_problems(host, plan, variant))
+        out.extend(self._plan_problems(host, plan, hv, resolver, recipe, variant, where, vram_reported=bool(found("vram_fit"))))
         if plan["role"] != "router":
             out.extend("%s: %s" % (where, p) for p in flag_problems(plan))
+        return out
+
+    def _plan_problems(self, host, plan, hv, resolver, recipe, variant, where, vram_reported):
+        """Ports, vLLM version, GPU capacity on the host's real GPU count, replica addresses."""
+        out = preflight.port_problems(host, plan) + preflight.version_problems(host, plan, hv)
+        if plan["role"] != "router":
+            gpus, why = preflight.real_gpu_count(hv, self.facts.get(host), plan)
+            hw = resolver.hardware(plan["hardware"], gpus)
+            if not vram_reported:
+                out.extend(preflight.vram_problems(where, plan, variant, hw, why, resolver.pick_fitting_variant(recipe, hw)))
+            out.extend(preflight.parallel_problems(where, plan, gpus, why))
+        out.extend(preflight.address_problems(plan, self.vars, self.address))
         return out
 
 
