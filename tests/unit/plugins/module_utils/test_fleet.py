@@ -346,7 +346,8 @@ def test_replica_smaller_than_strategy_min_gpus(tmp_path):
     _plans, problems = fleet(hv, r=["a", "b"]).check(["a", "b"])
     assert any(p.startswith("host a (Qwen/Qwen3.6-35B-A3B default on h200): replica r has 2 nodes x 8 GPUs but "
                             "multi_node_tep needs at least 32 GPUs") for p in problems), problems
-    four = replica({"a": {}, "b": {}, "c": {}, "d": {}}, strategy="multi_node_tep", vllm_recipes_path=paths)
+    four = replica(dict((m, {"ansible_host": "10.0.0.%d" % i}) for i, m in enumerate("abcd", 1)),
+                   strategy="multi_node_tep", vllm_recipes_path=paths)  # members need IPs (the rendezvous, the firewall)
     assert fleet(four, r=["a", "b", "c", "d"]).check(list(four))[1] == []
 
 
@@ -554,7 +555,7 @@ def test_check_reports_every_problem_at_once():
 def test_check_is_clean_on_a_valid_mixed_fleet():
     hv = {"s": host(vllm_hardware="dgx_spark_gb10", vllm_variant="nvfp4"), "m": host(vllm_hardware="mi300x"),
           "x": host(vllm_hardware="arc_pro_b60"), "h": host(vllm_hardware="h100", vllm_variant="fp8")}
-    hv.update(replica({"d1": {}, "d2": {}}, strategy="multi_node_dep"))
+    hv.update(replica({"d1": {"ansible_host": "10.0.0.1"}, "d2": {"ansible_host": "10.0.0.2"}}, strategy="multi_node_dep"))
     plans, problems = fleet(hv, r=["d1", "d2"]).check(list(hv))
     assert problems == [] and sorted(plans) == sorted(hv)
     assert plans["m"]["env"] == {"VLLM_ROCM_USE_AITER": "1"}
