@@ -12,6 +12,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.llmfleet.vllm.plugins.module_utils.errors import RecipeError
 from ansible_collections.llmfleet.vllm.plugins.module_utils.fleet import Fleet
+from ansible_collections.llmfleet.vllm.plugins.module_utils.preflight import redact_plan
 from ansible_collections.llmfleet.vllm.plugins.module_utils.render import explain, shell_command
 from ansible_collections.llmfleet.vllm.plugins.module_utils.rollout import replica_batch_problems
 from ansible_collections.llmfleet.vllm.plugins.plugin_utils.inventory_view import HostvarsView, to_plain
@@ -29,7 +30,8 @@ ARGSPEC = dict(
 
 
 def report_of(plan):
-    """What plan.yml prints for a host: role, image, command lines, env, provenance lines."""
+    """What plan.yml prints for a host: role, image, command lines, env, provenance lines (no secret)."""
+    plan = redact_plan(plan)
     role = plan["role"]
     if plan["replica"]:
         role += " rank %d of replica %s" % (plan["rank"], plan["replica"])
@@ -43,7 +45,8 @@ def report_of(plan):
 
 
 def plan_files(plan):
-    """The files of plan/<host>/: name -> text."""
+    """The files of plan/<host>/: name -> text (secret values replaced, see preflight.redact_plan)."""
+    plan = redact_plan(plan)
     return {
         "argv.json": json.dumps(plan["argv"], indent=2) + "\n",
         "env.json": json.dumps(plan["env"], indent=2, sort_keys=True) + "\n",
@@ -101,7 +104,7 @@ class ActionModule(ActionBase):
         if args.get("serial") is not None:
             problems = problems + self._batch_problems(fleet, view, hosts, args["serial"])
         in_play = set(hosts)
-        plans = dict((h, p) for h, p in plans.items() if h in in_play)
+        plans = dict((h, redact_plan(p)) for h, p in plans.items() if h in in_play)  # no secret leaves the plans
         written = []
         if args.get("dest"):
             dest = os.path.abspath(os.path.expanduser(args["dest"]))
