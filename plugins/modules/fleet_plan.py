@@ -35,7 +35,11 @@ options:
     choices: [inventory, play]
     default: inventory
   report:
-    description: Also return RV(report), a compact per-host summary (role, image, command lines, env, provenance lines).
+    description:
+      - Also return RV(report), a compact per-host summary (role, image, command lines, env, provenance lines),
+        and RV(summary) and RV(counts), the fleet table and counts that C(playbooks/plan.yml) prints.
+      - With it, the task's own result is not printed at C(-v) (print RV(summary) and RV(report) with
+        C(ansible.builtin.debug), as C(plan.yml) does), so that a large fleet is not printed twice.
     type: bool
     default: false
   return_plans:
@@ -112,6 +116,30 @@ plans:
   type: dict
 report:
   description: Inventory hostname -> C(role), C(image), C(command) (lines), C(env) and C(provenance) (lines).
+  returned: when O(report=true)
+  type: dict
+summary:
+  description:
+    - Text lines with fixed-width columns (ASCII). A headline, then one table row per planned host (host, role, replica
+      with the rank in brackets, hardware with its GPUs per node, variant, strategy, image, API port (V(-) for a node
+      that serves no HTTP), TP/PP/DP read from the final argv (C(--tensor-parallel-size), C(--pipeline-parallel-size),
+      C(--data-parallel-size) or their short aliases; a missing flag is 1; V(-) without a C(vllm serve) argv),
+      warning codes), then the host counts by recipe (with its variants), by hardware (with the GPUs the plans use)
+      and by warning code, each with its meaning.
+    - "Warning codes: V(unpinned) (an image with no tag, or tag C(latest) or C(nightly), and no digest); the kind of each
+      plan warning (V(idle_gpus), V(mode_fallback), V(kv_offload_skipped), V(pd_pool_without_gpu), V(pd_pool_dp_size),
+      V(pd_pool_tp_size), V(pd_parallelism), V(xpu_nightly), V(vram_fit), V(precision), V(other)); and the deliberate
+      deviations from upstream (README) that applied, as far as the plan records them: V(D1) (a provenance source
+      tagged D1, a feature's env), V(D5) (a plan warning tagged D5), V(D6) (the plan's GPUs per node differ from the
+      hardware profile's). D2 to D4 make upstream's silent fallbacks errors, so a planned host never shows them;
+      D7 (our own invocation instead of upstream's C(docker run) line) applies to every host and is counted once."
+  returned: when O(report=true)
+  type: list
+  elements: str
+counts:
+  description:
+    - Host counts of the planned hosts, C(recipe) (id), C(variant) (recipe -> variant), C(hardware) (id) and
+      C(warning) (code, as in RV(summary); C(D7) counts every host), and C(gpus) (hardware id -> GPUs the plans use).
   returned: when O(report=true)
   type: dict
 checked:
