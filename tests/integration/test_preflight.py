@@ -19,6 +19,11 @@ from playbook_runner import JSON_CALLBACK, REPO, run, tool
 
 BUILTIN = REPO / "data" / "recipes"
 SEED = "Qwen/Qwen3.6-35B-A3B"
+#: Secrets given where they must not be (issue 12 §2): none may reach any output or plan file.
+SECRETS = {"api": "api-secret-value-7f3e", "hf": "hf_" + "Zq9Xw8Vu7T" * 4, "env": "env-secret-value-5d1c",
+           "sk": "sk-" + "live_Q1w2E3r4" * 3}
+#: Unreachable documentation addresses (TEST-NET-2): a contacted host would show up as UNREACHABLE.
+NET = "198.51.100.%d"
 
 
 def small_tree(tmp):
@@ -54,6 +59,19 @@ def broken_inventory(tmp):
             "excl": {"vllm_features": ["text_only", "encoder_parallel"]},
             "badflag": {"vllm_extra_args": ["--no-such-flag", "1"]},
             "badtype": {"vllm_port": "80"},
+            # issue 12 §2: ports, env names, vLLM version, GPU capacity, secrets
+            "port-range": {"ansible_host": NET % 10, "vllm_port": 70000},
+            "port-args": {"ansible_host": NET % 11, "vllm_extra_args": ["--master-port", "99999"]},
+            "env-name": {"ansible_host": NET % 12, "vllm_extra_env": {"BAD-NAME": "1"}},
+            "old-image": {"ansible_host": NET % 13, "vllm_hardware": "b200", "vllm_variant": "nvfp4",
+                          "vllm_image": "vllm/vllm-openai:v0.17.0"},
+            "vram-h100": {"ansible_host": NET % 14, "vllm_hardware": "h100", "vllm_gpu_count": 1,
+                          "vllm_variant": "default", "vllm_strategy": "single_node_tp"},
+            "tp-over": {"ansible_host": NET % 15, "vllm_hardware": "h100", "vllm_variant": "fp8", "vllm_gpu_count": 4,
+                        "vllm_extra_args": ["--tensor-parallel-size", "8"]},
+            "secret-args": {"ansible_host": NET % 16, "vllm_extra_args": [
+                "--api-key", SECRETS["api"], "--hf-token=" + SECRETS["hf"]]},
+            "secret-env": {"ansible_host": NET % 17, "vllm_extra_env": {"HF_TOKEN": SECRETS["env"], "OTHER": SECRETS["sk"]}},
         },
         "children": {
             # a strategy the recipe does not offer (not in its compatible_strategies)
@@ -74,13 +92,21 @@ def broken_inventory(tmp):
             "r_rank": replica("r_rank", {"rank-1": {"vllm_node_rank": 0}, "rank-2": {}}, vllm_strategy="multi_node_tp"),
             "r_noiface": {"hosts": {"noiface-1": {}, "noiface-2": {}},
                           "vars": {"vllm_replica": "r_noiface", "vllm_strategy": "multi_node_tp"}},
+            # issue 12 §2: the API port on the master port; member addresses that are not IPs
+            "r_rdv": replica("r_rdv", {"rdv-1": {"ansible_host": NET % 20, "vllm_port": 29501},
+                                       "rdv-2": {"ansible_host": NET % 21}}, vllm_strategy="multi_node_tp"),
+            "r_names": replica("r_names", {"names-1": {"ansible_host": "names-1.invalid"},
+                                           "names-2": {"ansible_host": NET % 23, "vllm_cluster_address": "names-2"}},
+                               vllm_strategy="multi_node_tp"),
         },
     }}
 
 
 BROKEN_HOSTS = ["u-recipe", "u-variant", "u-hardware", "u-strategy", "u-feature", "u-mode", "nofit-5090", "fp4-h100",
                 "excl", "badflag", "badtype", "tpdp-1", "tpdp-2", "g5090-1", "g5090-2", "one-1", "small-1", "small-2",
-                "noiface-1", "noiface-2"]
+                "noiface-1", "noiface-2",
+                "port-range", "port-args", "env-name", "old-image", "vram-h100", "tp-over", "secret-args", "secret-env",
+                "rdv-1", "names-1", "names-2"]
 BROKEN_REPLICAS = ["r_mixed", "r_disagree"]
 
 
@@ -208,3 +234,73 @@ def test_a_limit_does_not_hide_a_broken_part_of_the_inventory(tmp_path):
     assert proc.returncode != 0
     assert "host broken: unknown hardware profile 'h300'" in proc.stdout
     assert "problem(s) in the inventory; no host was changed" in proc.stdout
+
+
+# ---------------------------------------------------------------------- issue 12 §2
+def test_no_host_is_contacted(broken):
+    for proc in (broken["pre"], broken["plan"]):
+        text = proc.stdout + proc.stderr
+        assert "UNREACHABLE" not in text and "unreachable=1" not in text
+    assert "TASK [Preflight | gpu_facts]" not in broken["plan"].stdout  # every host declares its hardware
+
+
+@pytest.mark.parametrize("start, parts", [
+    ("host port-range: ", ["vllm_port=70000: expected a TCP port, 1-65535"]),
+    ("host port-args: ", ["vllm_extra_args --master-port 99999: expected a TCP port, 1-65535"]),
+    ("host rdv-1: ", ["the API port 29501 (vllm_port or --port) is the replica's rendezvous port 29501",
+                      "valid: any other port"]),
+    ("host env-name: ", ["vllm_extra_env name 'BAD-NAME' is not a valid environment variable name",
+                         "valid: letters, digits and '_', not starting with a digit"]),
+    ("host old-image: ", ["vllm_image=vllm/vllm-openai:v0.17.0 runs vLLM 0.17.0 but Qwen/Qwen3.6-35B-A3B nvfp4 needs "
+                          "vLLM >= 0.28.0 (min_vllm_version)", "valid: an image tag or vllm_version >= 0.28.0"]),
+    ("host vram-h100 (Qwen/Qwen3.6-35B-A3B default on h100): ",
+     ["variant default needs 84 GB of GPU memory but 1 GPU(s) of h100 (vllm_gpu_count=1) have 80 GB",
+      "valid: vllm_gpu_count >= 2, a variant that fits: fp8"]),
+    ("host tp-over (Qwen/Qwen3.6-35B-A3B fp8 on h100): ",
+     ["asks for tensor 8 x pipeline 1 x data-parallel 1 = 8 GPUs per node but the host has 4 (vllm_gpu_count=4)",
+      "valid: sizes whose product per node is at most 4"]),
+    ("host names-1: ", ["ansible_host=names-1.invalid is not an IP address, but replica r_names needs one",
+                        "valid: an IPv4 or IPv6 address in vllm_cluster_address"]),
+    ("host names-2: ", ["vllm_cluster_address=names-2 is not an IP address"]),
+    ("host secret-args: ", ["vllm_extra_args passes --api-key (a secret; its value is not shown): set vllm_serve_api_key "
+                            "from Vault instead"]),
+    ("host secret-args: ", ["vllm_extra_args passes --hf-token (a secret; its value is not shown): set vllm_serve_hf_token "
+                            "from Vault instead"]),
+    ("host secret-env: ", ["vllm_extra_env sets HF_TOKEN (a secret; its value is not shown): set vllm_serve_hf_token"]),
+    ("host secret-env: ", ["vllm_extra_env.OTHER holds a value shaped like an API key (sk-...) (not shown): set "
+                           "vllm_serve_api_key from Vault instead"]),
+])
+def test_preflight_refuses_unsafe_inputs(broken, start, parts):
+    problem(broken, start, *parts)
+
+
+def test_no_secret_in_any_output(broken):
+    for proc in (broken["pre"], broken["plan"]):
+        for secret in SECRETS.values():
+            assert secret not in proc.stdout + proc.stderr
+
+
+def test_plan_files_and_results_carry_no_secret(tmp_path):
+    """fleet_plan with fail_on_problems: false writes the plans of hosts with secrets: redacted everywhere."""
+    inv = {"all": {"vars": {"vllm_recipe": SEED, "vllm_hardware": "h200"}, "hosts": {
+        "sec-1": {"ansible_host": NET % 30, "vllm_extra_args": ["--api-key", SECRETS["api"], "--hf-token=" + SECRETS["hf"]],
+                  "vllm_extra_env": {"VLLM_API_KEY": SECRETS["env"], "SOME_URL": "https://x/?k=" + SECRETS["sk"]}}}}}
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inv))
+    (tmp_path / "play.yml").write_text(yaml.safe_dump([{
+        "name": "plan without failing", "hosts": "all", "gather_facts": False, "connection": "local",
+        "tasks": [{"name": "plan", "run_once": True, "register": "out", "llmfleet.vllm.fleet_plan": {
+            "dest": str(tmp_path / "plan"), "fail_on_problems": False, "report": True}},
+            {"name": "show", "ansible.builtin.debug": {"var": "out"}}]}]))
+    proc = run([tool("ansible-playbook"), "-i", "hosts.yml", "play.yml", "-v"], tmp_path)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 0, text
+    files = sorted((tmp_path / "plan" / "sec-1").iterdir())
+    assert [f.name for f in files] == ["argv.json", "command.sh", "env.json", "image.txt", "plan.json"]
+    for secret in SECRETS.values():
+        assert secret not in text
+        for f in files:
+            assert secret not in f.read_text(), (secret, f.name)
+    argv = json.loads((tmp_path / "plan" / "sec-1" / "argv.json").read_text())
+    assert argv[argv.index("--api-key") + 1] == "(secret, not shown)" and "--hf-token=(secret, not shown)" in argv
+    assert json.loads((tmp_path / "plan" / "sec-1" / "env.json").read_text())["VLLM_API_KEY"] == "(secret, not shown)"
+    assert "vllm_extra_args passes --api-key (a secret; its value is not shown)" in text
