@@ -71,6 +71,10 @@ notes:
     vLLM's multiprocessing (C(--nnodes)), or Ray for TP, TP x PP and TEP replicas on images that carry Ray (C(ray
     start) on every node, C(--distributed-executor-backend ray) on the head)"
   - "C(vllm_ray_port) (integer > 0; default: C(6379); replica-wide): Ray GCS port on the head in C(ray) mode"
+  - "C(vllm_gpu_ids) (list of integers >= 0; default: every GPU of the machine): the GPUs this host's vLLM runs on
+    (C([0, 1])): C(CUDA_VISIBLE_DEVICES), C(ROCR_VISIBLE_DEVICES) or C(ZE_AFFINITY_MASK), and NVIDIA's container flags
+    (C(--gpus '\"device=0,1\"')); the GPU count follows (deviation D6; C(vllm_gpu_count), if set, must agree). Hosts
+    sharing one machine (C(ansible_host)) each take their own GPUs, C(vllm_port) and C(vllm_serve_name)"
 options:
   _terms:
     description: A recipe id (Hugging Face model id such as C(Qwen/Qwen3.6-35B-A3B)). Omit it to plan the current host.
@@ -154,12 +158,17 @@ _raw:
 
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
+from ansible.utils.display import Display
 
 from ansible_collections.llmfleet.vllm.plugins.module_utils.catalog import get_catalog
 from ansible_collections.llmfleet.vllm.plugins.module_utils.errors import RecipeError
 from ansible_collections.llmfleet.vllm.plugins.module_utils.fleet import Fleet
+from ansible_collections.llmfleet.vllm.plugins.module_utils.inventory_vars import (
+    FleetError, missing_recipe_problems, unknown_name_problems)
 from ansible_collections.llmfleet.vllm.plugins.module_utils.resolver import Resolver
 from ansible_collections.llmfleet.vllm.plugins.plugin_utils.inventory_view import HostvarsView, to_plain
+
+display = Display()
 
 
 class LookupModule(LookupBase):
@@ -187,6 +196,11 @@ class LookupModule(LookupBase):
         host = self.get_option("host") or variables.get("inventory_hostname")
         if hostvars is None or not host:
             raise AnsibleLookupError("llmfleet.vllm.recipe: without terms it needs a play context (hostvars, inventory_hostname)")
-        view = HostvarsView(hostvars, groups.get("all") or list(hostvars))
-        fleet = Fleet(view, groups, facts=view.facts())
-        return fleet.plan(host)
+        view = HostvarsView.from_task_vars(variables, self._templar.template, groups.get("all") or list(hostvars))
+        problems = unknown_name_problems({host: view.names(host)}) + missing_recipe_problems(host, view.get(host, {}))
+        if problems:
+            raise FleetError(problems)
+        plan = Fleet(view, groups, facts=view.facts()).plan(host)
+        for warning in view.warnings:
+            display.warning("llmfleet.vllm.recipe: %s" % warning)
+        return plan

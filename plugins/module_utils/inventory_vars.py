@@ -17,6 +17,7 @@ Pure Python: no Ansible imports.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections import namedtuple
@@ -32,9 +33,11 @@ class FleetError(RecipeError):
         super().__init__("\n".join(self.problems))
 
 
-class Kind(namedtuple("Kind", "label expected ok", defaults=(None, None))):
+class Kind(namedtuple("Kind", "label expected ok coerce", defaults=(None, None, None))):
     """The type of a variable: ``label`` (as the docs name it), ``expected`` (the end of a type
-    error, ``expected <expected>``) and ``ok`` (value -> bool); a kind without ``ok`` is not checked."""
+    error, ``expected <expected>``) and ``ok`` (value -> bool); a kind without ``ok`` is not checked.
+    ``coerce`` (text -> value, or None where the text has no unambiguous meaning) reads the string
+    that ``-e key=value`` gives (see :func:`coerce_text`)."""
 
     __slots__ = ()
 
@@ -66,6 +69,22 @@ def _names(v):
     return isinstance(v, list) and bool(v) and all(_is_str(x) for x in v)
 
 
+def _int_text(text):
+    """``"9001"`` -> 9001; None for anything but plain decimal digits."""
+    text = text.strip()
+    return int(text) if re.match(r"^[0-9]+$", text) else None
+
+
+def _bool_text(text):
+    """The words Ansible's ``bool`` filter reads as true or false (``yes``, ``off``, ``1``, ...); None otherwise."""
+    text = text.strip().lower()
+    if text in ("true", "yes", "on", "1"):
+        return True
+    if text in ("false", "no", "off", "0"):
+        return False
+    return None
+
+
 def one_of(*choices):
     """A kind that takes exactly one of ``choices``."""
     label = "`%s` or `%s`" % ("`, `".join(choices[:-1]), choices[-1])
@@ -73,8 +92,9 @@ def one_of(*choices):
 
 
 STRING = Kind("string", "a non-empty string", _is_str)
-POSITIVE_INT = Kind("integer > 0", "a positive integer", lambda v: _is_int(v) and v > 0)
-RANK = Kind("integer >= 0", "an integer >= 0", lambda v: _is_int(v) and v >= 0)
+POSITIVE_INT = Kind("integer > 0", "a positive integer", lambda v: _is_int(v) and v > 0, _int_text)
+RANK = Kind("integer >= 0", "an integer >= 0", lambda v: _is_int(v) and v >= 0, _int_text)
+BOOLEAN = Kind("boolean", "true or false", lambda v: isinstance(v, bool), _bool_text)
 VERSION = Kind("version string", "a version string such as \"0.28.0\"",
                lambda v: isinstance(v, str) and bool(re.match(r"^v?\d+(\.\d+)*$", v)))
 FEATURES = Kind("list or dict", "a list of feature names, or a dict feature -> true/false",
@@ -89,6 +109,17 @@ PATHS = Kind("path or list of paths", "a path or a list of paths", lambda v: _is
 SERVED_NAME = Kind("string, list or dict", "a name, a list [canonical, alias...] or {name: ..., aliases: [...]}",
                    lambda v: _is_str(v) or _names(v) or (isinstance(v, dict) and _is_str(v.get("name"))))
 HCAS = Kind("string or list of strings")  # not checked
+
+
+def _gpu_ids_text(text):
+    """``"0,1"`` or ``"[0, 1]"`` (as ``-e vllm_gpu_ids=...`` gives it) -> [0, 1]; None otherwise."""
+    parts = [p.strip() for p in text.strip().strip("[]").split(",")]
+    return [int(p) for p in parts] if parts and all(re.match(r"^[0-9]+$", p) for p in parts) else None
+
+
+GPU_IDS = Kind("list of integers >= 0", "a list of distinct GPU indices >= 0, e.g. [0, 1]",
+               lambda v: isinstance(v, list) and bool(v) and all(_is_int(x) and x >= 0 for x in v) and len(set(v)) == len(v),
+               _gpu_ids_text)
 
 PD_ROLES = ("prefill", "decode", "router")
 MULTINODE_BACKENDS = ("mp", "ray")
@@ -138,6 +169,11 @@ INVENTORY_VARS = (
         "(`--nnodes`), or Ray for TP, TP x PP and TEP replicas on images that carry Ray (`ray start` on every node, "
         "`--distributed-executor-backend ray` on the head)", default="mp", shared=True),
     Var("vllm_ray_port", POSITIVE_INT, "Ray GCS port on the head in `ray` mode", default=6379, shared=True),
+    Var("vllm_gpu_ids", GPU_IDS, "the GPUs this host's vLLM runs on (`[0, 1]`): `CUDA_VISIBLE_DEVICES`, "
+        "`ROCR_VISIBLE_DEVICES` or `ZE_AFFINITY_MASK`, and NVIDIA's container flags (`--gpus '\"device=0,1\"'`); "
+        "the GPU count follows (deviation D6; `vllm_gpu_count`, if set, must agree). Hosts sharing one machine "
+        "(`ansible_host`) each take their own GPUs, `vllm_port` and `vllm_serve_name`",
+        default_doc="every GPU of the machine"),
 )
 
 #: The variable names, in table order.
@@ -145,6 +181,108 @@ NAMES = tuple(v.name for v in INVENTORY_VARS)
 #: Variables every member of one replica must agree on.
 REPLICA_SHARED = tuple(v.name for v in INVENTORY_VARS if v.shared)
 _BY_NAME = dict((v.name, v) for v in INVENTORY_VARS)
+
+
+def _percent_text(text):
+    try:
+        return float(text.strip())
+    except ValueError:
+        return None
+
+
+SERIAL = Kind("integer, percentage or list")  # checked by rollout.parse_serial (fleet_plan's serial)
+PERCENT = Kind("number 0-100", "a number from 0 to 100",
+               lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 100, _percent_text)
+PATH = Kind("path", "a non-empty path", _is_str)
+
+#: The collection's playbook variables (set them in inventory or with -e, like the ones above).
+PLAYBOOK_VARS = (
+    Var("vllm_deploy_serial", SERIAL, "`deploy.yml`'s batch size, as a play's `serial` takes it (`2`, `\"25%\"`, "
+        "`[1, \"50%\"]`); a batch that would split a multi-node replica is refused before any host is touched",
+        default_doc="`100%` (every host at once)"),
+    Var("vllm_deploy_max_fail_percentage", PERCENT, "`deploy.yml` stops the rollout after a batch in which more than "
+        "this percentage of the play's hosts failed (later batches keep their services)", default=0),
+    Var("vllm_plan_dir", PATH, "where `plan.yml` writes the `<inventory_hostname>/` plan files",
+        default_doc="`plan` (under the current directory)"),
+    Var("vllm_detect_gpus", BOOLEAN, "preflight detects the GPUs (`gpu_facts`) of hosts without `vllm_hardware`; "
+        "`plan.yml` turns it off (it contacts no host)", default_doc="`true`"),
+    Var("vllm_check_hardware", BOOLEAN, "preflight also detects the GPUs of hosts that declare `vllm_hardware` and "
+        "checks the declaration (and the VRAM fit) against them", default_doc="`false`"),
+)
+PLAYBOOK_NAMES = tuple(v.name for v in PLAYBOOK_VARS)
+#: Other vllm_* names the collection uses: what plan.yml registers, what the plugin examples set.
+OTHER_NAMES = ("vllm_fleet", "vllm_plan", "vllm_run_argv")
+#: Prefixes of the roles' own variables (a role checks them with its argument spec).
+ROLE_PREFIXES = ("vllm_serve_",)
+_ALL_VARS = dict((v.name, v) for v in INVENTORY_VARS + PLAYBOOK_VARS)
+
+
+def known_names():
+    """Every vllm_* name that is not unknown (the role prefixes aside)."""
+    return NAMES + PLAYBOOK_NAMES + OTHER_NAMES
+
+
+def coerce_text(name, value):
+    """The value of ``name`` that the string ``value`` (as ``-e name=value`` gives it) means: an
+    integer or boolean where the text is unambiguous (``"9001"``, ``"true"``); else ``value`` unchanged."""
+    var = _ALL_VARS.get(name)
+    if var is None or var.kind.coerce is None or not isinstance(value, str):
+        return value
+    out = var.kind.coerce(value)
+    return value if out is None else out
+
+
+def setting_problems(name, value):
+    """A playbook setting's type error (``value`` may be the text ``-e`` gives), as for :func:`type_problems`."""
+    var = _ALL_VARS[name]
+    if value is None or var.kind.ok is None or var.kind.ok(coerce_text(name, value)):
+        return []
+    return ["%s=%s: expected %s" % (name, json.dumps(value, default=str), var.kind.expected)]
+
+
+def unknown_names(names):
+    """The names in ``names`` that start with ``vllm_`` but are no variable of the collection."""
+    known = set(known_names())
+    return [n for n in names if n.startswith("vllm_") and n not in known and not n.startswith(ROLE_PREFIXES)]
+
+
+def unknown_name_problems(names_by_host, shown=5):
+    """One problem per unknown vllm_* name: the hosts that set it, and the closest known spelling."""
+    hosts_of = {}
+    for host in names_by_host:
+        for name in unknown_names(names_by_host[host]):
+            hosts_of.setdefault(name, []).append(host)
+    out = []
+    for name in sorted(hosts_of):
+        hosts = hosts_of[name]
+        where = ", ".join(hosts[:shown]) + (" and %d more" % (len(hosts) - shown) if len(hosts) > shown else "")
+        close = difflib.get_close_matches(name, known_names(), n=1, cutoff=0.6)
+        hint = ("did you mean %s?" % close[0]) if close else (
+            "valid: the inventory variables %s, the playbook variables %s, or the role variables %s*"
+            % (", ".join(NAMES), ", ".join(PLAYBOOK_NAMES), "*, ".join(ROLE_PREFIXES)))
+        out.append("host%s %s: %s is not a variable of llmfleet.vllm (%s)" % ("s" if len(hosts) > 1 else "", where, name, hint))
+    return out
+
+
+def missing_recipe_problems(host, hv):
+    """A host that sets planner variables but no usable ``vllm_recipe`` (missing, empty or not a string)."""
+    recipe = hv.get("vllm_recipe")
+    if _is_str(recipe):
+        return []
+    others = [n for n in NAMES if n != "vllm_recipe" and hv.get(n) is not None]
+    if not others and recipe is None:
+        return []
+    state = "is not set" if recipe is None else "is %s" % json.dumps(recipe, default=str)
+    return ["host %s: sets %s but vllm_recipe %s: expected a recipe id such as Qwen/Qwen3.6-35B-A3B (or unset "
+            "the vllm_* variables of a host that serves no vLLM)" % (host, ", ".join(others) or "vllm_recipe", state)]
+
+
+def no_vllm_host_problems(hosts, shown=5):
+    """A play over hosts none of which serves vLLM (a wrong inventory or limit)."""
+    hosts = list(hosts)
+    where = ", ".join(hosts[:shown]) + (" and %d more" % (len(hosts) - shown) if len(hosts) > shown else "")
+    return ["no vLLM host in this play: none of its %d host(s) (%s) sets vllm_recipe; check the inventory (-i) "
+            "and the limit (-l)" % (len(hosts), where or "none")]
 
 
 def default_of(name):
