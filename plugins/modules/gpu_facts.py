@@ -132,10 +132,10 @@ EXAMPLES = r"""
   llmfleet.vllm.gpu_facts:
     amd_smi_path: /opt/rocm-7.0.0/bin/amd-smi
 
-- name: Match against a site-local taxonomy (it adds rtx_pro_6000_4x, gpu_count 4, scalable false)
+- name: Match against a site-local tree whose taxonomy.yaml adds a profile (rtx_pro_6000_4x, say)
   llmfleet.vllm.gpu_facts:
   vars:
-    vllm_recipes_path: [/srv/recipes-site]
+    vllm_recipes_path: ["{{ inventory_dir }}/recipes"]
 """
 
 RETURN = r"""

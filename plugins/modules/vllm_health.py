@@ -80,7 +80,7 @@ notes:
 EXAMPLES = r"""
 - name: Wait for the new server (30 minutes for a large model)
   llmfleet.vllm.vllm_health:
-    port: 8000
+    port: "{{ vllm_port | default(8000) }}"
     served_model_names: [qwen-3.6-35b-a3b]
     api_key: "{{ vault_vllm_api_key }}"
     unit: vllm-serve.service
