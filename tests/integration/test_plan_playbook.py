@@ -1,11 +1,14 @@
 # -*- coding: utf-8 -*-
 """`playbooks/plan.yml` over the embedded example fleet (issue 3 §4, §5 and "Done when").
 
-One real ``ansible-playbook -i inventories/example playbooks/plan.yml`` run (module scope, JSON
-stdout callback) plus a second one for idempotence. For every host of the example inventory the
-plan files are compared with what the resolver gives for the same inputs, computed in-process,
-and, where the upstream builder rendered the same (variant, hardware, strategy, node count),
-with the golden rendering after placeholder binding.
+One real ``ansible-playbook -v -i inventories/example playbooks/plan.yml`` run (module scope, JSON
+stdout callback; -v prints the per-host detail) plus a second one, without -v, for idempotence and
+the default output (the fleet table and counts, no detail for 13 hosts), and a third one limited to
+two hosts with the default stdout callback (the table as a person reads it; detail by default for
+a few hosts). For every host of the example inventory the plan files are compared with what the
+resolver gives for the same inputs, computed in-process, and, where the upstream builder rendered
+the same (variant, hardware, strategy, node count), with the golden rendering after placeholder
+binding.
 """
 
 from __future__ import annotations
@@ -36,18 +39,24 @@ def example(tmp_path_factory):
     plan_dir = tmp / "plan"
     argv = [tool("ansible-playbook"), "-i", str(REPO / "inventories" / "example"), str(REPO / "playbooks" / "plan.yml"),
             "-e", "vllm_plan_dir=%s" % plan_dir]
-    first = run(argv, tmp, JSON_CALLBACK)
+    first = run(argv + ["-v"], tmp, JSON_CALLBACK)
     assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-4000:]
     mtimes = dict((str(p), p.stat().st_mtime_ns) for p in plan_dir.rglob("*") if p.is_file())
     second = run(argv, tmp, JSON_CALLBACK)
     assert second.returncode == 0, second.stdout[-4000:] + second.stderr[-4000:]
+    # two hosts, the default callback; long_context brings its feature env (deviation D1)
+    few = run([tool("ansible-playbook"), "-i", str(REPO / "inventories" / "example"), str(REPO / "playbooks" / "plan.yml"),
+               "-l", "h100-01,h100-02", "-e", "vllm_plan_dir=%s" % (tmp / "plan-few"),
+               "-e", json.dumps({"vllm_features": {"long_context": True}})], tmp)
+    assert few.returncode == 0, few.stdout[-4000:] + few.stderr[-4000:]
     inv = run([tool("ansible-inventory"), "-i", str(REPO / "inventories" / "example"), "--list"], tmp)
     assert inv.returncode == 0, inv.stderr
     inventory = json.loads(inv.stdout)
     hostvars = inventory.pop("_meta")["hostvars"]
     groups = dict((g, list(v.get("hosts", []))) for g, v in inventory.items())
     groups["all"] = sorted(hostvars)
-    return {"first": json.loads(first.stdout), "second": json.loads(second.stdout), "mtimes": mtimes,
+    return {"first": json.loads(first.stdout[first.stdout.index("{"):]),  # -v prints a config line first
+            "second": json.loads(second.stdout), "few": few.stdout, "mtimes": mtimes,
             "plan_dir": plan_dir, "hostvars": hostvars, "groups": groups}
 
 
@@ -214,3 +223,93 @@ def test_first_run_writes_every_file_second_run_changes_nothing(example):
     assert all(s["changed"] == 0 and s["failures"] == 0 for s in example["second"]["stats"].values())
     mtimes = dict((str(p), p.stat().st_mtime_ns) for p in example["plan_dir"].rglob("*") if p.is_file())
     assert mtimes == example["mtimes"]
+
+
+def plan_play_task(out, name):
+    """The per-host results of the plan play's task ``name``."""
+    play = next(p for p in out["plays"] if p["play"]["name"].startswith("Plan |"))
+    return next(t for t in play["tasks"] if t["task"]["name"] == name)["hosts"]
+
+
+def test_default_output_is_one_table_and_counts(example):
+    """Without -v, 13 hosts: no per-host detail, one table row per host, then the counts."""
+    (detail,) = plan_play_task(example["second"], "Plan | show the plan of each host").values()
+    assert detail.get("skipped") is True and "msg" not in detail
+    (shown,) = plan_play_task(example["second"], "Plan | fleet table and counts").values()
+    lines = shown["msg"]
+    hosts = sorted(example["hostvars"])
+    assert lines[0].startswith("13 host(s) planned: 9 single, 4 in 2 replica(s)")
+    header = lines[1]
+    assert header.split() == ["HOST", "ROLE", "REPLICA", "HARDWARE", "VARIANT", "STRATEGY", "IMAGE", "PORT", "TP/PP/DP",
+                              "WARNINGS"]
+    rows = dict((ln.split()[0], ln) for ln in lines[2:2 + len(hosts)])
+    assert sorted(rows) == hosts and lines[2 + len(hosts)] == ""
+    cols = [header.index(c) for c in ("ROLE", "REPLICA", "HARDWARE", "VARIANT", "STRATEGY", "IMAGE", "PORT", "TP/PP/DP")]
+    for host, line in rows.items():
+        plan = read_plan(example, host)["plan"]
+        cells = [line[a:b].strip() for a, b in zip([0] + cols, cols + [len(line)])]
+        assert cells[:7] == [host, plan["role"], "%s[%d]" % (plan["replica"], plan["rank"]) if plan["replica"] else "-",
+                             "%s x%d" % (plan["hardware"], plan["gpu_count"]), plan["variant"], plan["strategy"],
+                             plan["image"]], line
+        argv = plan["argv"]
+        tp = argv[argv.index("--tensor-parallel-size") + 1] if "--tensor-parallel-size" in argv else "1"
+        assert cells[8].split()[0].split("/")[0] == tp, line
+        assert ("unpinned" in line) == plan["image"].endswith((":latest", ":nightly")), line
+    assert "D6" in rows["h100-02"].split()[-1].split(",")                 # vllm_gpu_count: 4 on an 8-GPU profile
+    assert "D6" not in rows["h100-01"] and "D1" not in rows["h100-01"]
+    assert rows["b200-02"].split()[1:3] == ["worker", "b200_tp_pp[1]"]
+    recipes = lines.index("RECIPE                HOSTS  VARIANTS")
+    assert lines[recipes + 1].split()[:2] == ["Qwen/Qwen3.6-35B-A3B", "13"]
+    hardware = next(i for i, ln in enumerate(lines) if ln.startswith("HARDWARE  "))
+    by_hw = dict((ln.split()[0], int(ln.split()[1])) for ln in lines[hardware + 1:lines.index("", hardware)])
+    assert by_hw == dict((hw, len([h for h in hosts if read_plan(example, h)["plan"]["hardware"] == hw]))
+                         for hw in set(read_plan(example, h)["plan"]["hardware"] for h in hosts))
+    warning = next(i for i, ln in enumerate(lines) if ln.startswith("WARNING  "))
+    by_code = dict((ln.split()[0], int(ln.split()[1])) for ln in lines[warning + 1:])
+    assert by_code["D7"] == 13 and by_code["D6"] == 1
+    assert by_code.get("unpinned", 0) == len([ln for ln in rows.values() if "unpinned" in ln.split()[-1]])
+    assert all(ln.isascii() and ln == ln.rstrip() for ln in lines)
+
+
+def test_verbose_prints_the_detail_not_the_task_result(example):
+    """-v: the detail task runs (see the test above it); the fleet_plan result itself is not dumped twice."""
+    (detail,) = plan_play_task(example["first"], "Plan | show the plan of each host").values()
+    assert sorted(detail["msg"]) == sorted(example["hostvars"])
+    (result,) = plan_task(example["first"]).values()
+    (shown,) = plan_play_task(example["first"], "Plan | fleet table and counts").values()
+    assert result["summary"] == shown["msg"]
+    assert result["_ansible_verbose_override"] is True  # the default callback does not dump this result at -v
+    assert result["counts"]["recipe"] == {"Qwen/Qwen3.6-35B-A3B": 13}
+
+
+def test_few_hosts_print_detail_and_the_table_by_default(example):
+    """Two hosts (<= vllm_plan_detail_hosts, 3), the default callback, no -v: detail, then the aligned table."""
+    out = example["few"]
+    assert "TASK [Plan | show the plan of each host]" in out
+    detail = out.split("TASK [Plan | show the plan of each host]")[1].split("TASK [")[0]
+    assert '"h100-01": {' in detail and '"h100-02": {' in detail and '"provenance": [' in detail
+    assert "env VLLM_ALLOW_LONG_MAX_MODEL_LEN=1  <- feature long_context" in detail
+    table = out.split("TASK [Plan | fleet table and counts]")[1].split("PLAY RECAP")[0]
+    lines = [ln.strip().rstrip(",").strip('"') for ln in table.splitlines() if ln.startswith('        "')]
+    header = next(ln for ln in lines if ln.startswith("HOST "))
+    rows = [ln for ln in lines if ln.startswith("h100-0")]
+    assert len(rows) == 2
+    for ln in rows:  # fixed width: each cell starts under its header
+        for name in ("ROLE", "HARDWARE", "IMAGE", "WARNINGS"):
+            start = header.index(name)
+            assert ln[start - 2:start] == "  " and ln[start] != " ", (ln, name)
+    codes = dict((ln.split()[0], ln.split()[-1].split(",")) for ln in rows)
+    assert "D1" in codes["h100-01"] and "D6" not in codes["h100-01"]
+    assert "D1" in codes["h100-02"] and "D6" in codes["h100-02"]
+    assert "h100      2      12" in lines                                  # 8 + 4 GPUs
+    assert [ln.split()[:2] for ln in lines if ln.startswith(("D1 ", "D6 ", "D7 "))] == [["D1", "2"], ["D6", "1"], ["D7", "2"]]
+    recap = out.split("PLAY RECAP")[1]
+    assert "failed=0" in recap
+
+
+def test_a_second_plan_run_reports_changed_0(example):
+    """Every task of the second run (preflight included) is ok or skipped: no changed in its stats."""
+    assert example["second"]["stats"] and all(s["changed"] == 0 for s in example["second"]["stats"].values())
+    for play in example["second"]["plays"]:
+        for task in play["tasks"]:
+            assert not [h for h, r in task["hosts"].items() if r.get("changed")], task["task"]["name"]
