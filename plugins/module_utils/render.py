@@ -94,6 +94,58 @@ def shell_command(plan, env=False):
     return cmd
 
 
+def docker_gpu_selection(flags, gpu_ids):
+    """The docker GPU flags that run on GPUs ``gpu_ids`` only, from a brand's flags ``flags``.
+
+    NVIDIA's ``--gpus all`` becomes ``--gpus device=0`` or, for several GPUs, ``--gpus
+    '"device=0,1"'`` as a shell writes it: docker reads the value as CSV, so a comma-separated
+    device list needs the double quotes inside the value itself (the argv element is
+    ``"device=0,1"``; systemd and exec pass it as it is). Other brands' flags (AMD, Intel: every
+    ``/dev/dri`` node) are returned unchanged; their GPUs are selected by the env
+    (``ROCR_VISIBLE_DEVICES``, ``ZE_AFFINITY_MASK``), which indexes the machine's devices."""
+    flags = list(flags)
+    if flags != ["--gpus", "all"]:
+        return flags
+    spec = "device=" + ",".join(str(i) for i in gpu_ids)
+    return ["--gpus", '"%s"' % spec if len(gpu_ids) > 1 else spec]
+
+
+def _selected_nvidia(flags):
+    """The GPU indices a ``--gpus device=...`` value of ``flags`` selects (None: no selection)."""
+    for i, tok in enumerate(flags[:-1]):
+        if tok == "--gpus":
+            value = flags[i + 1].strip('"\'')
+            if value.startswith("device="):
+                return value[len("device="):].split(",")
+    return None
+
+
+def container_gpu_flags(flags, engine="docker"):
+    """The GPU flags for ``engine``: docker's as they are; on podman NVIDIA's ``--gpus`` becomes CDI
+    devices (``--device nvidia.com/gpu=all``, or one ``--device nvidia.com/gpu=<i>`` per selected GPU)."""
+    flags = [str(f) for f in flags]
+    if engine != "podman" or "--gpus" not in flags:
+        return flags
+    ids = _selected_nvidia(flags)
+    devices = []
+    for dev in ids if ids is not None else ["all"]:
+        devices += ["--device", "nvidia.com/gpu=%s" % dev]
+    at = flags.index("--gpus")
+    return flags[:at] + devices + flags[at + 2:]
+
+
+def container_env(env, gpu_flags):
+    """The env inside a container run with ``gpu_flags``: when the flags select NVIDIA GPUs
+    (``--gpus device=...``, CDI ``nvidia.com/gpu=<i>``) the container sees only those, numbered
+    from 0, so ``CUDA_VISIBLE_DEVICES`` (the machine's indices) is left out."""
+    flags = [str(f) for f in gpu_flags]
+    selects = _selected_nvidia(flags) is not None or any(
+        f.startswith("nvidia.com/gpu=") and f != "nvidia.com/gpu=all" for f in flags)
+    if not selects or "CUDA_VISIBLE_DEVICES" not in env:
+        return env
+    return dict((k, v) for k, v in env.items() if k != "CUDA_VISIBLE_DEVICES")
+
+
 def container_argv(plan, engine="docker", name=None, hf_cache="/var/lib/llmfleet/hf-cache", env_file=None,
                    inline_env=True, network=None, extra_args=None, detach=False, remove=True):
     """The ``docker run``/``podman run`` argv of a plan (deviation D7: our production invocation).
@@ -118,9 +170,7 @@ def container_argv(plan, engine="docker", name=None, hf_cache="/var/lib/llmfleet
     if detach:
         out.append("-d")
     out += ["--name", name or "vllm-%s" % plan.get("host", "serve")]
-    gpu = list(plan.get("docker_gpu_flags") or [])
-    if engine == "podman" and gpu == ["--gpus", "all"]:
-        gpu = ["--device", "nvidia.com/gpu=all"]  # CDI, the podman way
+    gpu = container_gpu_flags(plan.get("docker_gpu_flags") or [], engine)
     out += gpu
     out.append("--ipc=host")
     if network is None:
@@ -141,7 +191,7 @@ def container_argv(plan, engine="docker", name=None, hf_cache="/var/lib/llmfleet
     if env_file:
         out += ["--env-file", env_file]
     if inline_env:
-        for key, value in env.items():
+        for key, value in container_env(env, gpu).items():
             out += ["-e", "%s=%s" % (key, value)]
     out += list(plan.get("container_args") or [])  # e.g. RDMA devices of a multi-node replica
     out += list(extra_args or [])

@@ -11,7 +11,9 @@ deployment; this module does the rest:
 * :func:`assemble`: the host plan (what the ``llmfleet.vllm.recipe`` lookup returns): the node's
   argv and env with the placeholders bound; on a node of a multi-node replica also what vLLM needs
   beyond the recipe (provenance ``replica: ...``): ``VLLM_HOST_IP``, the ``mp`` backend on ROCm,
-  InfiniBand, Ray mode; and the ports the replica's peers rendezvous on.
+  InfiniBand, Ray mode; and the ports the replica's peers rendezvous on; on any node the GPUs
+  ``vllm_gpu_ids`` selects (the brand's visibility env, provenance ``inventory: vllm_gpu_ids``, and
+  NVIDIA's container flags).
 
 A single host is planned the same way, as a replica of one without the additions.
 
@@ -24,7 +26,7 @@ import json
 import re
 
 from .inventory_vars import PD_ROLES, REPLICA_SHARED, FleetError, default_of
-from .render import format_command, format_router
+from .render import docker_gpu_selection, format_command, format_router
 
 #: Strategies whose replicas may run on Ray (one vLLM engine spread over the Ray cluster).
 RAY_STRATEGIES = ("multi_node_tp", "multi_node_tp_pp", "multi_node_tep")
@@ -37,6 +39,11 @@ DEFAULT_PORT = default_of("vllm_port")
 #: The API ports of the PD pools (vllm_port does not apply there).
 PD_PORTS = {"prefill": 8001, "decode": 8002}
 PLACEHOLDER = re.compile(r"\$([A-Z_][A-Z0-9_]*)")
+#: The env that makes only the selected GPUs visible, per hardware brand. AMD: ROCR_VISIBLE_DEVICES
+#: masks at the lowest level (ROCr) and is honoured by everything above it; HIP_VISIBLE_DEVICES is
+#: not set as well, because its indices count the devices ROCr left visible, not the machine's.
+#: Intel: the Level Zero affinity mask.
+VISIBILITY_ENV = {"nvidia": "CUDA_VISIBLE_DEVICES", "amd": "ROCR_VISIBLE_DEVICES", "intel": "ZE_AFFINITY_MASK"}
 
 
 def bind(text, mapping):
@@ -75,10 +82,25 @@ def strip_flags(argv, with_value, bare=()):
     return out
 
 
-def set_env(env, env_prov, key, value, why):
-    """Set ``env[key]`` with provenance ``replica: <why>``, recording a value it replaces."""
+def gpu_ids_of(hv):
+    """The host's ``vllm_gpu_ids`` as a list of ints, or None when unset."""
+    ids = hv.get("vllm_gpu_ids")
+    return None if ids is None else [int(i) for i in ids]
+
+
+def visibility_env(host, brand_key, ids):
+    """(env name, value) that makes only GPUs ``ids`` visible on hardware of ``brand_key``."""
+    name = VISIBILITY_ENV.get(brand_key)
+    if name is None:
+        raise FleetError(["host %s: vllm_gpu_ids=%s selects GPUs on NVIDIA, AMD or Intel hardware; the host's hardware "
+                          "is %s (unset vllm_gpu_ids)" % (host, json.dumps(ids), brand_key)])
+    return name, ",".join(str(i) for i in ids)
+
+
+def set_env(env, env_prov, key, value, why, layer="replica"):
+    """Set ``env[key]`` with provenance ``<layer>: <why>``, recording a value it replaces."""
     old = env.get(key)
-    rec = {"source": "replica: " + why}
+    rec = {"source": "%s: %s" % (layer, why)}
     if old is not None and old != value:
         rec["replaced"] = [{"value": old, "source": env_prov.get(key, {}).get("source", "")}]
     env[key] = value
@@ -205,6 +227,10 @@ def assemble(host, hv, dep, node, replica, members, bindings, names, address, br
     ray = None
     replica_node = replica is not None and role != "router"  # a rank of a multi-node replica or PD pool
     backend = (hv.get("vllm_multinode_backend") or default_of("vllm_multinode_backend")) if replica_node else None
+    gpu_ids = gpu_ids_of(hv) if role != "router" else None
+    gpu_flags = list(dep["docker_gpu_flags"])
+    if gpu_ids is not None:
+        gpu_flags = _select_gpus(host, hv, brand_key, gpu_ids, gpu_flags, env, env_prov)
     if replica_node:
         _replica_runtime(str(address(host)), hv, brand_key, detected_hcas, argv, env, args_prov, env_prov, container_args)
         if backend == "ray":
@@ -235,7 +261,8 @@ def assemble(host, hv, dep, node, replica, members, bindings, names, address, br
         "command": command,
         "image": hv.get("vllm_image") or dep["image"],
         "image_source": "inventory (vllm_image)" if hv.get("vllm_image") else dep["image_source"],
-        "docker_gpu_flags": dep["docker_gpu_flags"],
+        "docker_gpu_flags": gpu_flags,
+        "gpu_ids": gpu_ids,
         "port": api_port(hv, role),
         "served_model_names": names or [dep["model"]],
         "features": dep["features"],
@@ -257,6 +284,20 @@ def assemble(host, hv, dep, node, replica, members, bindings, names, address, br
         "warnings": list(dep["warnings"]),
         "notes": list(dep["notes"]),
     }
+
+
+def _select_gpus(host, hv, brand_key, ids, gpu_flags, env, env_prov):
+    """``vllm_gpu_ids``: the brand's device visibility in the env (provenance ``inventory:
+    vllm_gpu_ids``) and, on NVIDIA, the container flags selecting those GPUs (``--gpus
+    '"device=0,1"'``). AMD and Intel containers get every ``/dev/dri`` node and select with the env.
+    Returns the container GPU flags."""
+    name, value = visibility_env(host, brand_key, ids)
+    given = (hv.get("vllm_extra_env") or {}).get(name)
+    if given is not None and str(given) != value:
+        raise FleetError(["host %s: vllm_extra_env sets %s=%s but vllm_gpu_ids=%s selects %s; set only vllm_gpu_ids"
+                          % (host, name, given, json.dumps(ids), value)])
+    set_env(env, env_prov, name, value, "vllm_gpu_ids", layer="inventory")
+    return docker_gpu_selection(gpu_flags, ids)
 
 
 def _replica_runtime(me, hv, brand_key, detected_hcas, argv, env, args_prov, env_prov, container_args):

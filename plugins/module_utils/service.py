@@ -22,7 +22,7 @@ import ipaddress
 import re
 
 from .errors import RecipeError
-from .render import container_argv
+from .render import container_argv, container_env, container_gpu_flags
 from .replica import flag_value
 from .systemd_unit import exec_line
 from .vllm_flags import parse_image_tag
@@ -153,6 +153,13 @@ def _check(plan, cfg, spec):
     return out
 
 
+def _gpu_flags(plan, cfg):
+    """(the container GPU flags as given, as used): ``vllm_serve_container_gpu_flags``, else the plan's
+    (which select ``vllm_gpu_ids`` on NVIDIA), ``--privileged`` dropped unless allowed."""
+    gpu_raw = plan.get("docker_gpu_flags") or [] if cfg["container_gpu_flags"] is None else cfg["container_gpu_flags"]
+    return gpu_raw, _drop_privileged(gpu_raw, cfg["container_allow_privileged"])
+
+
 def _exec(plan, cfg, spec):
     """(ExecStart argv, the Ray head's ExecStart argv or [], --privileged dropped?)."""
     argv = spec["argv"]
@@ -163,8 +170,7 @@ def _exec(plan, cfg, spec):
         exec_argv = ["%s/bin/%s" % (spec["venv"], argv[0])] + argv[1:] + worker_tail
         ray_exec = ["%s/bin/ray" % spec["venv"]] + [str(t) for t in ray["argv"][1:]] + ray_temp if spec["ray_head"] else []
         return exec_argv, ray_exec, False
-    gpu_raw = plan.get("docker_gpu_flags") or [] if cfg["container_gpu_flags"] is None else cfg["container_gpu_flags"]
-    gpu = _drop_privileged(gpu_raw, cfg["container_allow_privileged"])
+    gpu_raw, gpu = _gpu_flags(plan, cfg)
     extra = ["-v", "%s:%s" % (cfg["compile_cache"], CONTAINER_COMPILE_CACHE),
              "--label", "io.llmfleet.vllm.service=%s" % cfg["name"]] + [str(a) for a in cfg["container_extra_args"] or []]
     if ray is not None:
@@ -185,6 +191,8 @@ def _exec(plan, cfg, spec):
 def _env(plan, cfg, spec):
     """(env file content, the same with secret values masked, names of the secrets)."""
     public = dict(plan.get("env") or {})
+    if spec["runtime"] == "container":  # GPUs the container flags select are renumbered from 0 inside
+        public = container_env(public, container_gpu_flags(_gpu_flags(plan, cfg)[1], cfg["engine"]))
     if spec["runtime"] == "venv":
         public.update({"HF_HOME": cfg["hf_cache"], "VLLM_CACHE_ROOT": cfg["compile_cache"],
                        "TRITON_CACHE_DIR": cfg["compile_cache"] + "/triton", "HOME": spec["home"]})
