@@ -264,6 +264,8 @@ def _rolling(tag):
 
 def real_gpu_count(hv, facts, plan):
     """The host's real GPUs per node: vllm_gpu_count, else the detected count, else the plan's."""
+    if hv.get("vllm_gpu_ids"):  # the GPUs this host's vLLM may use (the plan's count follows them)
+        return len(hv["vllm_gpu_ids"]), "vllm_gpu_ids=%s" % ",".join(str(i) for i in hv["vllm_gpu_ids"])
     declared = _int(hv.get("vllm_gpu_count"))
     if declared:
         return declared, "vllm_gpu_count=%d" % declared

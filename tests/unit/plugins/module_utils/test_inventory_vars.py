@@ -100,6 +100,7 @@ GOOD = {
     "vllm_recipes_path": ["/a", "/b"], "vllm_replica": "r", "vllm_node_rank": 0, "vllm_cluster_address": "10.0.0.1",
     "vllm_cluster_interface": "ens1f0", "vllm_pd_role": "router", "vllm_pd_dp_rpc_port": 1, "vllm_router_port": 2,
     "vllm_infiniband_hca": ["mlx5_0"], "vllm_multinode_backend": "ray", "vllm_ray_port": 3,
+    "vllm_gpu_ids": [0, 1],
 }
 
 
