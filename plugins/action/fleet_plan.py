@@ -12,6 +12,8 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.llmfleet.vllm.plugins.module_utils.errors import RecipeError
 from ansible_collections.llmfleet.vllm.plugins.module_utils.fleet import Fleet
+from ansible_collections.llmfleet.vllm.plugins.module_utils.inventory_vars import (
+    missing_recipe_problems, no_vllm_host_problems, setting_problems, unknown_name_problems)
 from ansible_collections.llmfleet.vllm.plugins.module_utils.preflight import redact_plan
 from ansible_collections.llmfleet.vllm.plugins.module_utils.render import explain, shell_command
 from ansible_collections.llmfleet.vllm.plugins.module_utils.rollout import replica_batch_problems
@@ -25,6 +27,7 @@ ARGSPEC = dict(
     return_plans=dict(type="bool", default=True),
     fail_on_problems=dict(type="bool", default=True),
     serial=dict(type="raw"),
+    max_fail_percentage=dict(type="raw"),
     plan=dict(type="bool", default=True),
 )
 
@@ -93,7 +96,8 @@ class ActionModule(ActionBase):
         groups = to_plain(task_vars.get("groups") or {})
         hosts = args.get("hosts") or to_plain(task_vars.get("ansible_play_hosts_all") or [])
         everyone = groups.get("all") or hosts
-        view = HostvarsView(hostvars, everyone)
+        view = HostvarsView.from_task_vars(task_vars, self._templar.template, everyone) if hostvars is not None \
+            else HostvarsView({}, everyone)
         # Validate the whole inventory (scope=inventory) so that a run limited with -l cannot
         # start while another part of the fleet is broken; plan files and the report cover the
         # play's hosts only.
@@ -101,6 +105,10 @@ class ActionModule(ActionBase):
         serving = [h for h in checked if view.get(h, {}).get("vllm_recipe")]
         fleet = Fleet(view, groups, facts=view.facts())
         plans, problems = fleet.check(serving) if args["plan"] else ({}, [])
+        if args["plan"]:
+            problems = self._name_problems(view, checked, hosts) + problems
+        if args.get("max_fail_percentage") is not None:
+            problems = problems + setting_problems("vllm_deploy_max_fail_percentage", args["max_fail_percentage"])
         if args.get("serial") is not None:
             problems = problems + self._batch_problems(fleet, view, hosts, args["serial"])
         in_play = set(hosts)
@@ -121,6 +129,8 @@ class ActionModule(ActionBase):
             planned=len(plans),
             checked=len(serving) if args["plan"] else 0,
         )
+        if view.warnings:
+            result.setdefault("warnings", []).extend(w for w in view.warnings if w not in result["warnings"])
         if args["return_plans"]:
             result["plans"] = plans
         if args["report"]:
@@ -133,6 +143,16 @@ class ActionModule(ActionBase):
             result["msg"] = "checked %d vLLM host(s), planned %d%s" % (
                 result["checked"], len(plans), "; %d problem(s)" % len(problems) if problems else "")
         return result
+
+    @staticmethod
+    def _name_problems(view, checked, hosts):
+        """Unknown vllm_* names, planner variables without a usable vllm_recipe, a play without a vLLM host."""
+        out = unknown_name_problems(dict((h, view.names(h)) for h in checked if h in view))
+        for host in checked:
+            out.extend(missing_recipe_problems(host, view.get(host, {})))
+        if hosts and not [h for h in hosts if view.get(h, {}).get("vllm_recipe")]:
+            out.extend(no_vllm_host_problems(hosts))
+        return out
 
     @staticmethod
     def _batch_problems(fleet, view, hosts, serial):
