@@ -23,6 +23,16 @@ description:
     hostname order unless C(vllm_node_rank) is set; the rank-0 host's C(vllm_cluster_address)
     (default C(ansible_host)) replaces C($HEAD_IP) and C(vllm_cluster_interface) replaces C($IFACE_NAME).
 notes:
+  - "Without terms, the current host's variables are read as Ansible resolved them for it at this point, in
+    Ansible's own precedence (host and group vars, play C(vars), C(roles) and C(include_role)/C(import_role) vars,
+    block and task C(vars), C(set_fact), C(-e)). Other hosts (the members of its replica, or O(host)) are read from
+    C(hostvars), which holds no play, role or task vars: the current host's vllm_* values that its own C(hostvars)
+    lack or hold differently (from a play, role or task scope) are applied to the other hosts of the play too, with
+    a warning where such a host's own value differs; hosts outside the play get their C(hostvars) only."
+  - "C(-e name=value) gives strings: integer variables read the ones with one meaning (C(-e vllm_port=9001))."
+  - "An unknown vllm_* variable name (not below, not a playbook variable of the collection README, not a role
+    variable C(vllm_serve_*)) is an error naming the closest spelling, and so is a host with variables below but no
+    usable C(vllm_recipe)."
   - Without terms, the plan is made from these inventory variables of the host (and of the members of its
     replica), each optional unless said otherwise; C(replica-wide) ones must be the same on every member of a
     multi-node replica. The collection README has the same table.

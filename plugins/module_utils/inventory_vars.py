@@ -204,6 +204,8 @@ PLAYBOOK_VARS = (
         "this percentage of the play's hosts failed (later batches keep their services)", default=0),
     Var("vllm_plan_dir", PATH, "where `plan.yml` writes the `<inventory_hostname>/` plan files",
         default_doc="`plan` (under the current directory)"),
+    Var("vllm_plan_detail_hosts", RANK, "`plan.yml` prints each host's detail (command, env, provenance) when it "
+        "plans at most this many hosts, else only with `-v` (the plan files always have it)", default=3),
     Var("vllm_detect_gpus", BOOLEAN, "preflight detects the GPUs (`gpu_facts`) of hosts without `vllm_hardware`; "
         "`plan.yml` turns it off (it contacts no host)", default_doc="`true`"),
     Var("vllm_check_hardware", BOOLEAN, "preflight also detects the GPUs of hosts that declare `vllm_hardware` and "

@@ -22,6 +22,15 @@ description:
   - With O(dest), also writes C(<dest>/<inventory_hostname>/) with C(argv.json), C(env.json),
     C(command.sh), C(image.txt) and C(plan.json), rewriting a file only when its content changes.
   - Use it with C(run_once=true); the result is registered for every host of the play.
+  - "What it sees: the host it runs for, with its variables as Ansible resolved them at this task (play, role and
+    task vars, C(-e), C(set_fact), host and group vars, in Ansible's precedence); the other hosts through
+    C(hostvars), which holds no play, role or task vars. The current host's vllm_* values that its own C(hostvars)
+    lack or hold differently (from a play, role or task scope) are applied to the other hosts of the play, with a
+    warning where such a host's own value differs (it may get another value when it runs); hosts outside the play
+    (the rest of the inventory with O(scope=inventory)) are seen through their C(hostvars) only. C(-e name=value)
+    strings are read as the integer variables' integers where unambiguous."
+  - "Also refused: unknown vllm_* variable names (with the closest spelling), a host that sets inventory variables
+    but no usable C(vllm_recipe), and a play none of whose hosts sets C(vllm_recipe)."
 options:
   hosts:
     description: Hosts to plan (plan files, O(report), RV(plans)). Default is every host of the play (C(ansible_play_hosts_all)).
@@ -60,6 +69,11 @@ options:
         (which restarts together): a replica with a member outside the play's hosts (a C(-l) that cuts it), or with
         members in two batches of the play's hosts in name order (C(order=sorted))."
       - A value of another form is a problem that names the valid forms.
+    type: raw
+  max_fail_percentage:
+    description:
+      - The rollout's C(vllm_deploy_max_fail_percentage) (a number from 0 to 100, or its text as C(-e) gives it),
+        checked only; another value is a problem.
     type: raw
   plan:
     description:

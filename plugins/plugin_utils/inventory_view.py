@@ -116,12 +116,13 @@ class HostvarsView(Mapping):
             names = list(self._resolved_names)
         else:
             scope = self.scope() if host in self._play_hosts else {}
+            in_scope = host in self._play_hosts and (scope or self._scope_names)
             for key in _KEYS:
                 if key in raw:
                     # a value that cannot be templated in the host's own context is the scope's to give
                     out[key] = _read(raw, key, _MISSING) if key in scope else to_plain(raw[key])
             names = [str(k) for k in raw if str(k).startswith("vllm_")]
-            if scope:
+            if in_scope:
                 self._apply_scope(host, out, names)
         for key in self._kv_names:
             if key in out:

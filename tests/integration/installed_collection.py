@@ -31,7 +31,8 @@ def _build_and_install(base):
         pytest.fail("ansible-galaxy collection build failed:\n%s\n%s" % (build.stdout[-3000:], build.stderr[-3000:]))
     (tarball,) = sorted((base / "build").glob("llmfleet-vllm-*.tar.gz"))
     inst = base / "installed"
-    install = subprocess.run([tool("ansible-galaxy"), "collection", "install", "--offline", "--no-deps", "-p", str(inst),
+    # --force: the checkout's llmfleet.vllm, of the same version, is on the collections path too
+    install = subprocess.run([tool("ansible-galaxy"), "collection", "install", "--offline", "--no-deps", "--force", "-p", str(inst),
                               str(tarball)], cwd=str(base), env=env, capture_output=True, text=True, check=False,
                              timeout=600)
     if install.returncode != 0:

@@ -198,14 +198,19 @@ def task_result(tasks, start):
     return res
 
 
-UNREACHABLE = {"ansible_host": "192.0.2.10", "ansible_connection": "ssh", "ansible_ssh_common_args": "-o ConnectTimeout=1"}
+UNREACHABLE = {"ansible_connection": "ssh", "ansible_ssh_common_args": "-o ConnectTimeout=1"}
+
+
+def addressed(hosts):
+    """Each host on its own unreachable machine (TEST-NET-1)."""
+    return dict((h, dict(v, ansible_host="192.0.2.%d" % (i + 10))) for i, (h, v) in enumerate(hosts.items()))
 
 
 @pytest.fixture(scope="module")
 def names_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("vars-names")
     good = {"vllm_recipe": SEED, "vllm_hardware": "h200"}
-    write(tmp / "hosts.yml", {"all": {"vars": UNREACHABLE, "hosts": {
+    write(tmp / "hosts.yml", {"all": {"vars": UNREACHABLE, "hosts": addressed({
         "web-01": {},
         "good-01": dict(good),
         "typo-01": dict(good, vllm_varient="fp8"),
@@ -214,7 +219,7 @@ def names_run(tmp_path_factory):
         "empty-01": {"vllm_recipe": "", "vllm_hardware": "h200"},
         "misspelt-01": {"vllm_recipee": SEED, "vllm_hardware": "h200"},
         "roleuser-01": dict(good, vllm_serve_name="a", vllm_plan_dir="/tmp/x", vllm_deploy_serial=1),
-    }}})
+    })}})
     proc = run([tool("ansible-playbook"), "-i", str(tmp / "hosts.yml"), str(REPO / "playbooks" / "plan.yml"),
                 "-l", "web-01", "-e", "vllm_plan_dir=%s" % (tmp / "plan")], tmp, JSON_CALLBACK)
     out, tasks = preflight_result(proc)
@@ -263,8 +268,8 @@ def test_a_limit_without_a_vllm_host(names_run):
 def deploy_runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("vars-deploy")
     good = {"vllm_recipe": SEED, "vllm_hardware": "h200"}
-    write(tmp / "hosts.yml", {"all": {"vars": UNREACHABLE, "hosts": {
-        "web-01": {}, "good-01": dict(good), "good-02": dict(good)}}})
+    write(tmp / "hosts.yml", {"all": {"vars": UNREACHABLE, "hosts": addressed({
+        "web-01": {}, "good-01": dict(good), "good-02": dict(good)})}})
     deploy = [tool("ansible-playbook"), "-i", str(tmp / "hosts.yml"), str(REPO / "playbooks" / "deploy.yml")]
     limit = run(deploy + ["-l", "web-01"], tmp, JSON_CALLBACK)
     percent = run(deploy + ["-e", "vllm_deploy_max_fail_percentage=150"], tmp, JSON_CALLBACK)

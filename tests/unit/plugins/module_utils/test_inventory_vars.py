@@ -32,7 +32,7 @@ def lookup_note(var):
 def readme_rows(repo_root):
     text = (repo_root / "README.md").read_text()
     section = text[text.index(SECTION):]
-    section = section[:section.index("\n## ", len(SECTION))]
+    section = section[:section.index("\n#", len(SECTION))]  # up to its first subsection (### Plugins)
     rows = {}
     for line in section.splitlines():
         if line.startswith("| `vllm_"):
@@ -138,3 +138,94 @@ def test_type_errors_come_in_table_order():
 def test_fleet_error_lists_its_problems():
     exc = FleetError(["a", "b"])
     assert exc.problems == ["a", "b"] and str(exc) == "a\nb"
+
+
+# ---------------------------------------------------------------------------------------- -e, names, settings
+@pytest.mark.parametrize("name, text, value", [
+    ("vllm_port", "9001", 9001), ("vllm_port", " 80 ", 80), ("vllm_node_rank", "0", 0),
+    ("vllm_port", "9001x", "9001x"), ("vllm_port", "-1", "-1"), ("vllm_port", "1.5", "1.5"),
+    ("vllm_variant", "8", "8"), ("vllm_detect_gpus", "false", False), ("vllm_check_hardware", "yes", True),
+    ("vllm_check_hardware", "maybe", "maybe"), ("vllm_deploy_max_fail_percentage", "12.5", 12.5),
+    ("vllm_port", 9001, 9001), ("no_such", "1", "1"),
+])
+def test_coerce_text(name, text, value):
+    assert iv.coerce_text(name, text) == value and type(iv.coerce_text(name, text)) is type(value)
+
+
+def test_an_e_string_that_means_no_integer_stays_a_type_error():
+    assert type_problems("h", {"vllm_port": iv.coerce_text("vllm_port", "90o1")}) == [
+        'host h: vllm_port="90o1": expected a positive integer']
+
+
+@pytest.mark.parametrize("value, problems", [
+    (0, []), (100, []), (12.5, []), ("10", []), ("150", ['vllm_deploy_max_fail_percentage="150": expected a number from 0 to 100']),
+    (-1, ["vllm_deploy_max_fail_percentage=-1: expected a number from 0 to 100"]),
+    (True, ["vllm_deploy_max_fail_percentage=true: expected a number from 0 to 100"]),
+    ("ten", ['vllm_deploy_max_fail_percentage="ten": expected a number from 0 to 100']),
+])
+def test_max_fail_percentage(value, problems):
+    assert iv.setting_problems("vllm_deploy_max_fail_percentage", value) == problems
+
+
+def test_the_collections_names_are_known():
+    assert iv.unknown_names(["vllm_recipe", "vllm_plan_dir", "vllm_deploy_serial", "vllm_deploy_max_fail_percentage",
+                             "vllm_detect_gpus", "vllm_check_hardware", "vllm_serve_name", "vllm_serve_anything",
+                             "vllm_fleet", "vllm_plan", "other", "__vllm_serve_x"]) == []
+    assert iv.unknown_names(["vllm_varient", "vllm_deploy_seral"]) == ["vllm_varient", "vllm_deploy_seral"]
+
+
+def test_the_collections_own_vllm_names_are_known(repo_root):
+    """Every vllm_* Ansible variable the roles, playbooks and plugin examples use is a known name."""
+    used = set()
+    for top in ("roles", "playbooks", "plugins/filter", "plugins/lookup", "plugins/modules"):
+        for path in (repo_root / top).rglob("*"):
+            if path.suffix in (".yml", ".yaml", ".j2", ".py") and path.is_file():
+                used.update(re.findall(r"(?<![\w.])vllm_[a-z0-9_]+", path.read_text()))
+    # Python module and role names, not variables
+    used -= {"vllm_serve", "vllm_health", "vllm_flags", "vllm_cli", "vllm_router"}
+    assert iv.unknown_names(sorted(used)) == []
+
+
+def test_unknown_names_are_grouped_with_the_closest_spelling():
+    problems = iv.unknown_name_problems({"a": ["vllm_varient", "vllm_recipe"], "b": ["vllm_varient"], "c": ["vllm_qqqqzzzz"]})
+    assert problems[1] == "hosts a, b: vllm_varient is not a variable of llmfleet.vllm (did you mean vllm_variant?)"
+    assert problems[0].startswith("host c: vllm_qqqqzzzz is not a variable of llmfleet.vllm (valid: the inventory "
+                                  "variables vllm_recipe, vllm_variant,")
+    assert problems[0].endswith("vllm_check_hardware, or the role variables vllm_serve_*)")
+    many = iv.unknown_name_problems(dict(("h%d" % i, ["vllm_deploy_seral"]) for i in range(8)))
+    assert many == ["hosts h0, h1, h2, h3, h4 and 3 more: vllm_deploy_seral is not a variable of llmfleet.vllm "
+                    "(did you mean vllm_deploy_serial?)"]
+
+
+@pytest.mark.parametrize("hv, problem", [
+    ({}, None), ({"vllm_recipe": "r"}, None), ({"vllm_recipe": "r", "vllm_port": 1}, None),
+    ({"vllm_variant": "fp8", "vllm_port": None}, "host h: sets vllm_variant but vllm_recipe is not set: expected a recipe id"),
+    ({"vllm_recipe": ""}, 'host h: sets vllm_recipe but vllm_recipe is "": expected'),
+    ({"vllm_recipe": None, "vllm_hardware": "h200"}, "host h: sets vllm_hardware but vllm_recipe is not set"),
+])
+def test_missing_recipe(hv, problem):
+    found = iv.missing_recipe_problems("h", hv)
+    assert (found == []) if problem is None else (len(found) == 1 and found[0].startswith(problem)), found
+
+
+def test_no_vllm_host():
+    assert iv.no_vllm_host_problems(["web-%d" % i for i in range(7)]) == [
+        "no vLLM host in this play: none of its 7 host(s) (web-0, web-1, web-2, web-3, web-4 and 2 more) sets "
+        "vllm_recipe; check the inventory (-i) and the limit (-l)"]
+
+
+def test_playbook_vars_are_a_table_too():
+    assert iv.PLAYBOOK_NAMES == ("vllm_deploy_serial", "vllm_deploy_max_fail_percentage", "vllm_plan_dir",
+                                 "vllm_plan_detail_hosts", "vllm_detect_gpus", "vllm_check_hardware")
+    assert not set(iv.PLAYBOOK_NAMES) & set(NAMES)
+
+
+PLAYBOOK_SECTION = "### Playbook variables"
+
+
+def test_readme_playbook_variables_table_is_the_table(repo_root):
+    text = (repo_root / "README.md").read_text()
+    section = text[text.index(PLAYBOOK_SECTION):]
+    section = section[:section.index("\n#", len(PLAYBOOK_SECTION))]
+    rows = [[c.strip() for c in line.strip()[1:-1].split("|")] for line in section.splitlines() if line.startswith("| `vllm_")]
+    assert rows == [["`%s`" % v.name, v.kind.label, v.default_text, v.meaning] for v in iv.PLAYBOOK_VARS]
