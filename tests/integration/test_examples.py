@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -178,6 +179,12 @@ def of(run, kind, name):
     """[(task name, result)] of one plugin's examples, in order."""
     prefix = label(kind, name) + " | "
     return [(n[len(prefix):], r) for n, r in run["results"].items() if n.startswith(prefix)]
+
+
+def test_readme_plugin_table_lists_every_plugin():
+    readme = (REPO / "README.md").read_text()
+    listed = re.findall(r"^\| (lookup|filter|module) `llmfleet\.vllm\.(\w+)`", readme, re.M)
+    assert sorted(listed) == sorted(plugins())
 
 
 def test_every_plugin_has_examples_and_each_task_ran(run):
