@@ -20,7 +20,7 @@ from .catalog import get_catalog
 from .errors import RecipeError
 from .inventory_vars import FleetError, type_problems
 from . import preflight
-from .machines import check_machines, gpu_count_of
+from .machines import check_machines, gpu_count_of, with_idle_warning
 from .replica import assemble, disagreements, host_extras, layout, node_of
 from .resolver import Resolver, unique
 from . import vllm_flags
@@ -218,7 +218,8 @@ class Fleet(object):
         if (replica is not None or hv.get("vllm_gpu_ids") is not None) and node["role"] != "router":
             brand_key = Resolver(self.catalog(hv)).hardware(dep["hardware"], dep["gpu_count"]).brand_key
             detected_hcas = (self.facts.get(host) or {}).get("infiniband_hcas")
-        return assemble(host, hv, dep, node, replica, members, bindings, names, self.address, brand_key, detected_hcas)
+        plan = assemble(host, hv, dep, node, replica, members, bindings, names, self.address, brand_key, detected_hcas)
+        return with_idle_warning(plan, hv, self.facts.get(host))
 
     # ------------------------------------------------------------------ whole-inventory checks
     def check(self, hosts):

@@ -12,7 +12,8 @@ its own unit name (``vllm_serve_name``). This module:
   brand's device-visibility env is ``replica.py``'s, which assembles the plan);
 * checks the plans of a whole inventory machine by machine (:func:`check_machines`): GPUs given
   to two services, a port used twice, two units of the same name, GPU ids the host does not have,
-  replica members whose GPU counts differ; and warns where a plan leaves GPUs of its host idle.
+  replica members whose GPU counts differ;
+* warns where a plan leaves GPUs of its host idle (:func:`with_idle_warning`, on every plan).
 
 Pure Python: no Ansible imports.
 """
@@ -55,9 +56,7 @@ def check_machines(plans, vars_of, facts=None):
 
     ``plans``: host -> plan (``Fleet.check``'s); ``vars_of``: host -> its variables (read:
     ``ansible_host``, ``vllm_gpu_ids``, ``vllm_serve_name``); ``facts``: host -> ``llmfleet_gpu``
-    facts. Adds an idle-GPU warning to each single-node plan that uses fewer GPUs than its host has
-    and sets no ``vllm_gpu_ids``. Returns the problems, each naming the machine, the hosts, the
-    variable and the values.
+    facts. Returns the problems, each naming the machine, the hosts, the variable and the values.
     """
     facts = facts or {}
     machines = OrderedDict()
@@ -71,7 +70,6 @@ def check_machines(plans, vars_of, facts=None):
             out.extend(_name_clashes(machine, hosts, vars_of))
     for host in sorted(plans):
         out.extend(_ids_the_host_lacks(host, vars_of(host), facts.get(host) or {}))
-        _idle_warning(plans[host], vars_of(host), facts.get(host) or {})
     out.extend(_replica_gpu_counts(plans, vars_of))
     return out
 
@@ -149,9 +147,12 @@ def _ids_the_host_lacks(host, hv, facts):
         host, json.dumps(ids), ", ".join(str(i) for i in missing), count, "0-%d" % (count - 1) if count > 1 else "0")]
 
 
-def _idle_warning(plan, hv, facts):
+def with_idle_warning(plan, hv, facts=None):
+    """``plan`` with an ``idle GPUs`` warning when it is single-node and uses fewer GPUs than its host
+    has (the detected count, else the plan's), or than ``vllm_gpu_ids`` names."""
+    facts = facts or {}
     if plan.get("deploy_type") != "single_node":
-        return  # a replica node's share of the world size is the resolver's
+        return plan  # a replica node's share of the world size is the resolver's
     sizes = parallel_sizes(plan["argv"])
     used = sizes["tp"] * sizes["pp"] * (sizes["dpl"] or sizes["dp"])
     ids = gpu_ids_of(hv)
@@ -159,13 +160,14 @@ def _idle_warning(plan, hv, facts):
         if used < len(ids):
             plan["warnings"].append("idle GPUs: the plan uses %d of the %d GPUs vllm_gpu_ids=%s names; name fewer GPUs "
                                     "(and give the others to another instance)" % (used, len(ids), json.dumps(ids)))
-        return
+        return plan
     count = facts.get("count")
     have = count if isinstance(count, int) and not isinstance(count, bool) and count else plan["gpu_count"]
     if used < have:
         plan["warnings"].append("idle GPUs: the plan uses %d of the host's %d GPUs; set vllm_gpu_ids to run more instances "
                                 "on this machine (one inventory host each, with its own vllm_port and vllm_serve_name)"
                                 % (used, have))
+    return plan
 
 
 def _replica_gpu_counts(plans, vars_of):
@@ -183,4 +185,4 @@ def _replica_gpu_counts(plans, vars_of):
     return out
 
 
-__all__ = ["machine_of", "gpu_count_of", "check_machines", "DEFAULT_SERVE_NAME"]
+__all__ = ["machine_of", "gpu_count_of", "check_machines", "with_idle_warning", "DEFAULT_SERVE_NAME"]
