@@ -14,8 +14,10 @@ from ansible_collections.llmfleet.vllm.plugins.module_utils.errors import Recipe
 from ansible_collections.llmfleet.vllm.plugins.module_utils.fleet import Fleet
 from ansible_collections.llmfleet.vllm.plugins.module_utils.inventory_vars import (
     missing_recipe_problems, no_vllm_host_problems, setting_problems, unknown_name_problems)
+from ansible_collections.llmfleet.vllm.plugins.module_utils.plan_report import summarize
 from ansible_collections.llmfleet.vllm.plugins.module_utils.preflight import redact_plan
 from ansible_collections.llmfleet.vllm.plugins.module_utils.render import explain, shell_command
+from ansible_collections.llmfleet.vllm.plugins.module_utils.resolver import Resolver
 from ansible_collections.llmfleet.vllm.plugins.module_utils.rollout import replica_batch_problems
 from ansible_collections.llmfleet.vllm.plugins.plugin_utils.inventory_view import HostvarsView, to_plain
 
@@ -135,6 +137,9 @@ class ActionModule(ActionBase):
             result["plans"] = plans
         if args["report"]:
             result["report"] = dict((h, report_of(plans[h])) for h in sorted(plans))
+            summary = summarize(plans, lambda host, hw: Resolver(fleet.catalog(fleet.vars(host))).hardware(hw).profile_gpu_count)
+            result.update(summary=summary["lines"], counts=summary["counts"])
+            result["_ansible_verbose_override"] = True  # -v prints the summary and report via debug, not twice
         if problems and args["fail_on_problems"]:
             result["failed"] = True
             result["msg"] = "preflight found %d problem(s) in the inventory; no host was changed:\n- %s" % (
