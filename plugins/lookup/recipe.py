@@ -154,8 +154,9 @@ _raw:
     - Without terms, one dict per call, the host plan, with keys C(host), C(recipe), C(model), C(variant),
       C(hardware), C(gpu_count), C(strategy), C(deploy_type), C(node_count), C(replica), C(members), C(role),
       C(rank), C(argv) (starting V(vllm), V(serve), the model; V(vllm-router) on a PD router; empty on a Ray-mode
-      worker), C(env), C(command), C(image), C(image_source), C(docker_gpu_flags), C(port), C(served_model_names),
-      C(features), C(feature_modes), C(args_provenance), C(env_provenance), C(bindings), C(unbound_placeholders),
+      worker), C(env), C(command), C(image), C(image_source), C(docker_gpu_flags) (on NVIDIA selecting
+      C(vllm_gpu_ids)), C(gpu_ids) (C(vllm_gpu_ids), or None), C(port), C(served_model_names), C(features),
+      C(feature_modes), C(args_provenance), C(env_provenance), C(bindings), C(unbound_placeholders),
       C(container_args), C(serves_http) (whether the node answers the API, so is health-gated),
       C(multinode_backend) (V(mp) or V(ray) in a replica), C(ray) (Ray mode, the node's C(ray start) argv, the GCS
       C(address) and C(port)), C(cluster_ports) (a replica node's rendezvous ports, each with C(port) and
