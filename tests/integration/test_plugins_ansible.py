@@ -265,7 +265,7 @@ def test_lookup_error_names_the_problem(play):
     ("filter", "llmfleet.vllm.explain", ["_input"]),
     ("filter", "llmfleet.vllm.service_spec", ["_input", "settings"]),
     ("module", "llmfleet.vllm.fleet_plan",
-     ["hosts", "scope", "dest", "report", "return_plans", "fail_on_problems", "serial", "plan"]),
+     ["hosts", "scope", "dest", "report", "return_plans", "fail_on_problems", "serial", "max_fail_percentage", "plan"]),
 ])
 def test_ansible_doc(tmp_path, kind, name, options):
     proc = run([tool("ansible-doc"), "-t", kind, "--json", name], tmp_path)
