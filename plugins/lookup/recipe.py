@@ -26,7 +26,7 @@ notes:
   - "Without terms, the current host's variables are read as Ansible resolved them for it at this point, in
     Ansible's own precedence (host and group vars, play C(vars), C(roles) and C(include_role)/C(import_role) vars,
     block and task C(vars), C(set_fact), C(-e)). Other hosts (the members of its replica, or O(host)) are read from
-    C(hostvars), which holds no play, role or task vars: the current host's vllm_* values that its own C(hostvars)
+    C(hostvars), which holds no play, role or task vars: the current host's values of the inventory variables (below) that its own C(hostvars)
     lack or hold differently (from a play, role or task scope) are applied to the other hosts of the play too, with
     a warning where such a host's own value differs; hosts outside the play get their C(hostvars) only."
   - "C(-e name=value) gives strings: integer variables read the ones with one meaning (C(-e vllm_port=9001))."

@@ -24,7 +24,8 @@ description:
   - Use it with C(run_once=true); the result is registered for every host of the play.
   - "What it sees: the host it runs for, with its variables as Ansible resolved them at this task (play, role and
     task vars, C(-e), C(set_fact), host and group vars, in Ansible's precedence); the other hosts through
-    C(hostvars), which holds no play, role or task vars. The current host's vllm_* values that its own C(hostvars)
+    C(hostvars), which holds no play, role or task vars. The current host's values of the inventory variables
+    (the C(llmfleet.vllm.recipe) lookup's notes) that its own C(hostvars)
     lack or hold differently (from a play, role or task scope) are applied to the other hosts of the play, with a
     warning where such a host's own value differs (it may get another value when it runs); hosts outside the play
     (the rest of the inventory with O(scope=inventory)) are seen through their C(hostvars) only. C(-e name=value)

@@ -23,6 +23,10 @@ from ansible_collections.llmfleet.vllm.plugins.module_utils.inventory_vars impor
 #: What the planner reads of a host: the inventory variables of its table, and ansible_host.
 #: vllm_serve_name: the role's unit name, which must differ between the hosts of one machine.
 _KEYS = NAMES + ("ansible_host", "vllm_serve_name")
+#: What a play, role or task scope of the current host gives the other hosts of the play: the table's
+#: variables (no role of the collection has defaults for them, the one scope that loses to inventory);
+#: not ansible_host, nor vllm_serve_name, which the vllm_serve role's defaults set.
+_SCOPED = frozenset(NAMES)
 
 
 def extra_kv_names():
@@ -93,7 +97,7 @@ class HostvarsView(Mapping):
             if self._current is not None and self._current in self._hostvars:
                 own = self._raw(self._current)
                 for key, value in self._resolved.items():
-                    if key == "ansible_host":
+                    if key not in _SCOPED:
                         continue
                     if key not in own or _read(own, key, _MISSING) != value:
                         self._scope[key] = value

@@ -131,3 +131,10 @@ def test_from_task_vars_templates_the_current_hosts_values():
     assert view["a"] == {"vllm_recipe": "r", "vllm_variant": "fp8", "vllm_serve_name": "x"}
     assert view["b"]["vllm_variant"] == "fp8"
     assert sorted(view.names("a")) == ["vllm_recipe", "vllm_serve_name", "vllm_variant"] and list(view) == ["a", "b"]
+
+
+def test_role_defaults_of_the_serve_role_do_not_reach_the_other_hosts():
+    hv = {"a": {"vllm_recipe": "r"}, "b": {"vllm_recipe": "r", "vllm_serve_name": "b1"}}
+    view = view_of(hv, {"vllm_recipe": "r", "vllm_serve_name": "serve", "ansible_host": "10.0.0.9"})
+    assert view["a"]["vllm_serve_name"] == "serve" and view.scope() == {}
+    assert view["b"] == {"vllm_recipe": "r", "vllm_serve_name": "b1"} and view.warnings == []
