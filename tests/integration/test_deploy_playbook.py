@@ -84,9 +84,23 @@ REFUSED = {
 }
 
 
+ROLE_ONLY = """- name: The vllm_serve role alone, without preflight (its own refusals, the defence behind preflight)
+  hosts: all
+  gather_facts: false
+  roles:
+    - role: llmfleet.vllm.vllm_serve
+"""
+
+
 @pytest.mark.integration
 def test_role_refuses_unsafe_settings(tmp_path):
-    proc = deploy(tmp_path, dict((name, host(tmp_path, **kw)) for name, (kw, _needle) in REFUSED.items()), JSON_CALLBACK)
+    # Preflight refuses the secrets before the role (test_preflight.py); the role must refuse them
+    # too when it is used on its own, so this runs it without deploy.yml's preflight.
+    path = tmp_path / "hosts.yml"
+    path.write_text(yaml.safe_dump({"all": {"hosts": dict((name, host(tmp_path, **kw)) for name, (kw, _needle) in REFUSED.items())}}))
+    playbook = tmp_path / "role_only.yml"
+    playbook.write_text(ROLE_ONLY)
+    proc = run([tool("ansible-playbook"), "-i", str(path), str(playbook), "--check", "--diff"], tmp_path, JSON_CALLBACK)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out[-3000:]
     failed = {}
