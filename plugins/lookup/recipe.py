@@ -176,6 +176,7 @@ from ansible_collections.llmfleet.vllm.plugins.module_utils.errors import Recipe
 from ansible_collections.llmfleet.vllm.plugins.module_utils.fleet import Fleet
 from ansible_collections.llmfleet.vllm.plugins.module_utils.inventory_vars import (
     FleetError, missing_recipe_problems, unknown_name_problems)
+from ansible_collections.llmfleet.vllm.plugins.module_utils.preflight import redact_plan
 from ansible_collections.llmfleet.vllm.plugins.module_utils.resolver import Resolver
 from ansible_collections.llmfleet.vllm.plugins.plugin_utils.inventory_view import HostvarsView, to_plain
 
@@ -214,4 +215,4 @@ class LookupModule(LookupBase):
         plan = Fleet(view, groups, facts=view.facts()).plan(host)
         for warning in view.warnings:
             display.warning("llmfleet.vllm.recipe: %s" % warning)
-        return plan
+        return redact_plan(plan)  # a secret misplaced in vllm_extra_args/env never leaves the lookup

@@ -18,6 +18,7 @@ Pure Python: no Ansible imports.
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import json
 import re
 from collections import namedtuple
@@ -55,6 +56,15 @@ class Var(namedtuple("Var", "name kind meaning default default_doc shared", defa
         if self.default_doc is not None:
             return self.default_doc
         return "" if self.default is None else "`%s`" % self.default
+
+
+def is_ip(text):
+    """Whether ``text`` is an IPv4 or IPv6 address (what a replica's rendezvous and firewall need)."""
+    try:
+        ipaddress.ip_address(str(text))
+    except ValueError:
+        return False
+    return True
 
 
 def _is_str(v):

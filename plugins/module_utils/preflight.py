@@ -16,22 +16,23 @@ name the host, the variable or flag, the bad value and what is valid:
   host's GPUs, and replica members whose address is not an IP.
 
 :func:`redact` replaces every secret value in a plan (or any JSON-like value) with
-service.py's ``SECRET_PLACEHOLDER``; no problem message carries a secret value.
+argv.py's ``SECRET_PLACEHOLDER``; no problem message carries a secret value.
 
 Pure Python: no Ansible imports.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import math
 import re
 
+from .argv import SECRET_ENV, SECRET_FLAGS, SECRET_PLACEHOLDER, flag_value, flag_values
+from .inventory_vars import is_ip
 from .render import shell_quote
 from .vllm_flags import _version_key, parse_image_tag
 
-# This module imports only leaf modules (render, vllm_flags), so that replica.py and its helpers
-# can import from it; the secret names are service.py's (the one list), read when first needed.
+# This module imports only leaf modules (argv, inventory_vars, render, vllm_flags), so that
+# replica.py and its helpers can import from it; the secret names are argv.py's (the one list).
 
 #: Port variables (the planner's defaults apply when unset).
 PORT_VARS = ("vllm_port", "vllm_router_port", "vllm_pd_dp_rpc_port", "vllm_ray_port")
@@ -52,18 +53,6 @@ PARALLEL_FLAGS = {
     "dp": ("--data-parallel-size", "-dp"),
     "dpl": ("--data-parallel-size-local", "-dpl"),
 }
-
-
-def _secrets():
-    """(secret flags, secret env names, placeholder): service.py's."""
-    from .service import SECRET_ENV, SECRET_FLAGS, SECRET_PLACEHOLDER
-    return SECRET_FLAGS, SECRET_ENV, SECRET_PLACEHOLDER
-
-
-def flag_value(argv, flag, default=None):
-    """The last value of ``flag`` in ``argv`` (``--flag v`` or ``--flag=v``), else ``default``."""
-    found = [v for _f, v, _i in _flag_values([str(t) for t in argv], (flag,)) if v is not None]
-    return found[-1] if found else default
 
 
 def _role_var(name):
@@ -87,39 +76,14 @@ def _port_ok(port):
     return PORT_RANGE[0] <= port <= PORT_RANGE[1]
 
 
-def _flag_values(argv, flags):
-    """[(flag as given, value, index of the flag)] of every ``flag v`` / ``flag=v`` in argv."""
-    out = []
-    for i, tok in enumerate(argv):
-        tok = str(tok)
-        name, eq, value = tok.partition("=")
-        if name not in flags:
-            continue
-        if eq:
-            out.append((name, value, i))
-        elif i + 1 < len(argv) and not str(argv[i + 1]).startswith("-"):
-            out.append((name, str(argv[i + 1]), i))
-        else:
-            out.append((name, None, i))
-    return out
-
-
-def _is_ip(text):
-    try:
-        ipaddress.ip_address(str(text))
-    except ValueError:
-        return False
-    return True
-
-
 # ---------------------------------------------------------------------- secrets
 def secret_values(argv=(), env=None):
     """The secret values found in an argv and an env dict: values of the secret flags, of the
     secret env names, and every substring shaped like a token."""
     found = []
-    secret_flags, secret_env, _placeholder = _secrets()
+    secret_flags, secret_env = SECRET_FLAGS, SECRET_ENV
     argv = [str(t) for t in argv or ()]
-    for _flag, value, _i in _flag_values(argv, secret_flags):
+    for _flag, value, _i in flag_values(argv, secret_flags):
         if value:
             found.append(value)
     for name, value in (env or {}).items():
@@ -133,8 +97,8 @@ def secret_values(argv=(), env=None):
 
 def redact(value, secrets):
     """``value`` (strings, lists, dicts) with every secret in ``secrets`` and every token-shaped
-    substring replaced by service.py's ``SECRET_PLACEHOLDER``; dict keys are kept."""
-    placeholder = _secrets()[2]
+    substring replaced by argv.py's ``SECRET_PLACEHOLDER``; dict keys are kept."""
+    placeholder = SECRET_PLACEHOLDER
     if isinstance(value, str):
         for secret in secrets:
             quoted = shell_quote(secret)
@@ -166,19 +130,19 @@ def host_secrets(hv):
 
 
 def _secret_problems(host, hv):
-    secret_flags, secret_env, _placeholder = _secrets()
+    secret_flags, secret_env = SECRET_FLAGS, SECRET_ENV
     out = []
     args = hv.get("vllm_extra_args")
     args = [str(t) for t in args] if isinstance(args, list) else []
     env = hv.get("vllm_extra_env") if isinstance(hv.get("vllm_extra_env"), dict) else {}
     tail = "from Vault instead (it goes to the 0600 env file only, never to the command line or the plan files)"
-    for flag in sorted(set(f for f, _v, _i in _flag_values(args, secret_flags))):
+    for flag in sorted(set(f for f, _v, _i in flag_values(args, secret_flags))):
         out.append("host %s: vllm_extra_args passes %s (a secret; its value is not shown): set %s %s"
                    % (host, flag, _role_var(flag), tail))
     for name in sorted(set(secret_env) & set(env)):
         out.append("host %s: vllm_extra_env sets %s (a secret; its value is not shown): set %s %s"
                    % (host, name, _role_var(name), tail))
-    flagged = set(v for _f, v, _i in _flag_values(args, secret_flags) if v)
+    flagged = set(v for _f, v, _i in flag_values(args, secret_flags) if v)
     for shape, what, var in TOKEN_SHAPES:
         for i, tok in enumerate(args):
             if shape.search(tok) and tok not in flagged and tok.partition("=")[0] not in secret_flags:
@@ -201,7 +165,7 @@ def input_problems(host, hv):
             out.append("host %s: %s=%d: expected a TCP port, %d-%d" % (host, key, port, PORT_RANGE[0], PORT_RANGE[1]))
     args = hv.get("vllm_extra_args")
     args = [str(t) for t in args] if isinstance(args, list) else []
-    for flag, value, _i in _flag_values(args, PORT_FLAGS):
+    for flag, value, _i in flag_values(args, PORT_FLAGS):
         port = _int(value)
         if port is None or not _port_ok(port):
             out.append("host %s: vllm_extra_args %s %s: expected a TCP port, %d-%d" % (
@@ -358,7 +322,7 @@ def address_problems(plan, vars_of, address):
     out = []
     for member in plan.get("members") or []:
         value = str(address(member))
-        if _is_ip(value):
+        if is_ip(value):
             continue
         hv = vars_of(member)
         key = ("vllm_cluster_address" if hv.get("vllm_cluster_address") else

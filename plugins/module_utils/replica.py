@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import re
 
+from .argv import flag_value, strip_flags
 from .inventory_vars import PD_ROLES, REPLICA_SHARED, FleetError, default_of
 from .render import docker_gpu_selection, format_command, format_router
 
@@ -51,35 +52,6 @@ def bind(text, mapping):
     if "$" not in text:
         return text
     return PLACEHOLDER.sub(lambda m: str(mapping[m.group(1)]) if m.group(1) in mapping else m.group(0), text)
-
-
-def flag_value(argv, flag, default=None):
-    """The last value of ``flag`` in ``argv`` (``--flag v`` or ``--flag=v``), else ``default``."""
-    found = default
-    for i, tok in enumerate(argv):
-        if tok == flag and i + 1 < len(argv):
-            found = argv[i + 1]
-        elif tok.startswith(flag + "="):
-            found = tok[len(flag) + 1:]
-    return found
-
-
-def strip_flags(argv, with_value, bare=()):
-    """``argv`` without the flags ``with_value`` (and their values) and the ``bare`` flags."""
-    out = []
-    skip = False
-    for tok in argv:
-        if skip:
-            skip = False
-            continue
-        name = tok.split("=", 1)[0]
-        if tok in with_value:
-            skip = True
-            continue
-        if (name in with_value and "=" in tok) or tok in bare:
-            continue
-        out.append(tok)
-    return out
 
 
 def gpu_ids_of(hv):

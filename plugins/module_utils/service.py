@@ -18,12 +18,12 @@ Pure Python: no Ansible imports.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 
 from .errors import RecipeError
 from .render import container_argv, container_env, container_gpu_flags
-from .replica import flag_value
+from .argv import SECRET_ENV, SECRET_FLAGS, SECRET_PLACEHOLDER, flag_value
+from .inventory_vars import is_ip
 from .systemd_unit import exec_line
 from .vllm_flags import parse_image_tag
 
@@ -65,20 +65,8 @@ UNIT_DIR = "/etc/systemd/system"
 CONTAINER_COMPILE_CACHE = "/root/.cache/vllm"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "ip6-localhost")
 WILDCARD_HOSTS = ("", "0.0.0.0", "::", "[::]")
-#: Flags and env names that would put a secret on the command line (visible in ps and systemctl show).
-SECRET_FLAGS = ("--api-key", "--hf-token")
-SECRET_ENV = ("HF_TOKEN", "VLLM_API_KEY", "HUGGING_FACE_HUB_TOKEN")
-SECRET_PLACEHOLDER = "(secret, not shown)"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
-
-
-def _is_ip(text):
-    try:
-        ipaddress.ip_address(str(text))
-    except ValueError:
-        return False
-    return True
 
 
 def _drop_privileged(flags, allowed):
@@ -250,7 +238,7 @@ def service_spec(plan, settings=None):
     spec["probe_host"] = cfg["health_host"] or ("127.0.0.1" if (host_arg in WILDCARD_HOSTS or published) else host_arg)
 
     spec["fw_wanted"] = bool(cfg["firewall"]) and bool(plan.get("cluster_ports"))
-    spec["fw_bad_addresses"] = [a for a in plan.get("member_addresses") or [] if not _is_ip(a)] if spec["fw_wanted"] else []
+    spec["fw_bad_addresses"] = [a for a in plan.get("member_addresses") or [] if not is_ip(a)] if spec["fw_wanted"] else []
 
     problems = _check(plan, cfg, spec)
     if not (cfg["api_key"] or cfg["allow_unauthenticated"] or spec["bind"] in LOOPBACK_HOSTS

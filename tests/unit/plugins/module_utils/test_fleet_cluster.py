@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.llmfleet.vllm.plugins.module_utils.fleet import Fleet
-from ansible_collections.llmfleet.vllm.plugins.module_utils.replica import flag_value, strip_flags
+from ansible_collections.llmfleet.vllm.plugins.module_utils.argv import flag_value, strip_flags
 
 from test_replica_runtime import replica_inventory
 
