@@ -23,8 +23,11 @@ import subprocess
 import pytest
 import yaml
 
-from installed_collection import installed_collection, installed_env  # noqa: F401
+import installed_collection as installed_fixture
 from playbook_runner import JSON_CALLBACK, REPO, ansible_env, run, tool
+
+installed_collection = installed_fixture.installed_collection  # the session-wide fixture: build and install once
+installed_env = installed_fixture.installed_env
 
 SEED = "Qwen/Qwen3.6-35B-A3B"
 FP8 = {"vllm_variant": "fp8"}
