@@ -16,7 +16,7 @@ from ansible_collections.llmfleet.vllm.plugins.module_utils.inventory_vars impor
     missing_recipe_problems, no_vllm_host_problems, setting_problems, unknown_name_problems)
 from ansible_collections.llmfleet.vllm.plugins.module_utils.plan_report import summarize
 from ansible_collections.llmfleet.vllm.plugins.module_utils.preflight import redact_plan
-from ansible_collections.llmfleet.vllm.plugins.module_utils.render import explain, shell_command
+from ansible_collections.llmfleet.vllm.plugins.module_utils.render import explain, shell_command, shell_quote
 from ansible_collections.llmfleet.vllm.plugins.module_utils.resolver import Resolver
 from ansible_collections.llmfleet.vllm.plugins.module_utils.rollout import replica_batch_problems
 from ansible_collections.llmfleet.vllm.plugins.plugin_utils.inventory_view import HostvarsView, to_plain
@@ -35,8 +35,8 @@ ARGSPEC = dict(
 
 
 def report_of(plan):
-    """What plan.yml prints for a host: role, image, command lines, env, provenance lines (no secret)."""
-    plan = redact_plan(plan)
+    """What plan.yml prints for a host (a plan redact_plan has cleaned): role, image, command lines, env,
+    provenance lines."""
     role = plan["role"]
     if plan["replica"]:
         role += " rank %d of replica %s" % (plan["rank"], plan["replica"])
@@ -50,22 +50,16 @@ def report_of(plan):
 
 
 def plan_files(plan):
-    """The files of plan/<host>/: name -> text (secret values replaced, see preflight.redact_plan)."""
-    plan = redact_plan(plan)
+    """The files of plan/<host>/ of a plan redact_plan has cleaned: name -> text."""
     return {
         "argv.json": json.dumps(plan["argv"], indent=2) + "\n",
         "env.json": json.dumps(plan["env"], indent=2, sort_keys=True) + "\n",
         "command.sh": "#!/bin/sh\n# %s: %s %s on %s, %s (%s rank %s)\n%s%s\n" % (
             plan["host"], plan["recipe"], plan["variant"], plan["hardware"], plan["strategy"], plan["role"], plan["rank"],
-            "".join("export %s=%s\n" % (k, _sh(v)) for k, v in sorted(plan["env"].items())), plan["command"]),
+            "".join("export %s=%s\n" % (k, shell_quote(v)) for k, v in sorted(plan["env"].items())), plan["command"]),
         "image.txt": plan["image"] + "\n",
         "plan.json": json.dumps(plan, indent=2, sort_keys=True) + "\n",
     }
-
-
-def _sh(value):
-    from ansible_collections.llmfleet.vllm.plugins.module_utils.render import shell_quote
-    return shell_quote(value)
 
 
 def write_if_changed(path, text, check_mode):
@@ -114,7 +108,8 @@ class ActionModule(ActionBase):
         if args.get("serial") is not None:
             problems = problems + self._batch_problems(fleet, view, hosts, args["serial"])
         in_play = set(hosts)
-        plans = dict((h, redact_plan(p)) for h, p in plans.items() if h in in_play)  # no secret leaves the plans
+        # no secret leaves the plans: the files, the report and the result all come from these
+        plans = dict((h, redact_plan(p)) for h, p in plans.items() if h in in_play)
         written = []
         if args.get("dest"):
             dest = os.path.abspath(os.path.expanduser(args["dest"]))

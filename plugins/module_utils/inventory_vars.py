@@ -131,6 +131,13 @@ GPU_IDS = Kind("list of integers >= 0", "a list of distinct GPU indices >= 0, e.
                lambda v: isinstance(v, list) and bool(v) and all(_is_int(x) and x >= 0 for x in v) and len(set(v)) == len(v),
                _gpu_ids_text)
 
+
+def gpu_ids_of(hv):
+    """A host's ``vllm_gpu_ids`` as a list of ints, or None when unset."""
+    ids = hv.get("vllm_gpu_ids")
+    return None if ids is None else [int(i) for i in ids]
+
+
 PD_ROLES = ("prefill", "decode", "router")
 MULTINODE_BACKENDS = ("mp", "ray")
 

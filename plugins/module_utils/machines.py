@@ -23,9 +23,8 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 
-from .inventory_vars import FleetError
+from .inventory_vars import FleetError, gpu_ids_of
 from .preflight import parallel_sizes
-from .replica import gpu_ids_of
 
 #: The role's default unit name (``vllm_serve_name``; the unit is ``vllm-<name>.service``).
 DEFAULT_SERVE_NAME = "serve"

@@ -27,7 +27,7 @@ import math
 import re
 
 from .argv import SECRET_ENV, SECRET_FLAGS, SECRET_PLACEHOLDER, flag_value, flag_values
-from .inventory_vars import is_ip
+from .inventory_vars import gpu_ids_of, is_ip
 from .render import shell_quote
 from .vllm_flags import _version_key, parse_image_tag
 
@@ -228,8 +228,9 @@ def _rolling(tag):
 
 def real_gpu_count(hv, facts, plan):
     """The host's real GPUs per node: vllm_gpu_count, else the detected count, else the plan's."""
-    if hv.get("vllm_gpu_ids"):  # the GPUs this host's vLLM may use (the plan's count follows them)
-        return len(hv["vllm_gpu_ids"]), "vllm_gpu_ids=%s" % ",".join(str(i) for i in hv["vllm_gpu_ids"])
+    ids = gpu_ids_of(hv)
+    if ids:  # the GPUs this host's vLLM may use (the plan's count follows them)
+        return len(ids), "vllm_gpu_ids=%s" % ",".join(str(i) for i in ids)
     declared = _int(hv.get("vllm_gpu_count"))
     if declared:
         return declared, "vllm_gpu_count=%d" % declared

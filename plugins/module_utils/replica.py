@@ -26,7 +26,7 @@ import json
 import re
 
 from .argv import flag_value, strip_flags
-from .inventory_vars import PD_ROLES, REPLICA_SHARED, FleetError, default_of
+from .inventory_vars import PD_ROLES, REPLICA_SHARED, FleetError, default_of, gpu_ids_of
 from .render import docker_gpu_selection, format_command, format_router
 
 #: Strategies whose replicas may run on Ray (one vLLM engine spread over the Ray cluster).
@@ -52,12 +52,6 @@ def bind(text, mapping):
     if "$" not in text:
         return text
     return PLACEHOLDER.sub(lambda m: str(mapping[m.group(1)]) if m.group(1) in mapping else m.group(0), text)
-
-
-def gpu_ids_of(hv):
-    """The host's ``vllm_gpu_ids`` as a list of ints, or None when unset."""
-    ids = hv.get("vllm_gpu_ids")
-    return None if ids is None else [int(i) for i in ids]
 
 
 def visibility_env(host, brand_key, ids):
